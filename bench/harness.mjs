@@ -1,0 +1,95 @@
+// Shared measuring code for bench scenarios. Every number is a ratio taken in one run: the subject
+// and its floor are measured interleaved (A, B, A, B, …) so that machine noise hits both alike.
+
+/** Median of an array of numbers. */
+export function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** The q-quantile (0..1) of an array of numbers. */
+export function quantile(values, q) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+/**
+ * Times `subject` and `floor` alternately, `iterations` times each after `warmup` rounds, and
+ * returns both samples in milliseconds.
+ */
+export async function interleave({ subject, floor, iterations = 200, warmup = 20 }) {
+  for (let index = 0; index < warmup; index++) {
+    await subject();
+    await floor();
+  }
+  const subjectMs = [];
+  const floorMs = [];
+  for (let index = 0; index < iterations; index++) {
+    const order = index % 2 === 0 ? [subject, floor] : [floor, subject];
+    for (const fn of order) {
+      const started = performance.now();
+      await fn();
+      (fn === subject ? subjectMs : floorMs).push(performance.now() - started);
+    }
+  }
+  return { subjectMs, floorMs };
+}
+
+/** One table row comparing a subject with its floor. */
+export function ratioRow({ scenario, subject, floor, samples, target }) {
+  const subjectMedian = median(samples.subjectMs);
+  const floorMedian = median(samples.floorMs);
+  const ratio = subjectMedian / floorMedian;
+  return {
+    scenario,
+    subject,
+    floor,
+    n: samples.subjectMs.length,
+    subjectMedianMs: subjectMedian,
+    floorMedianMs: floorMedian,
+    subjectP90Ms: quantile(samples.subjectMs, 0.9),
+    ratio,
+    target,
+    met: target === undefined ? undefined : ratio <= target,
+  };
+}
+
+/** Prints rows as an aligned table. */
+export function printTable(rows) {
+  const header = [
+    'scenario',
+    'subject',
+    'floor',
+    'n',
+    'subject med',
+    'floor med',
+    'subject p90',
+    'ratio',
+    'target',
+    '',
+  ];
+  const lines = rows.map((row) => [
+    row.scenario,
+    row.subject,
+    row.floor,
+    String(row.n),
+    `${row.subjectMedianMs.toFixed(3)} ms`,
+    `${row.floorMedianMs.toFixed(3)} ms`,
+    `${row.subjectP90Ms.toFixed(3)} ms`,
+    `${row.ratio.toFixed(3)}×`,
+    row.target === undefined ? '' : `≤ ${row.target}×`,
+    row.met === undefined ? '' : row.met ? 'met' : 'MISSED',
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...lines.map((line) => line[column].length)),
+  );
+  const format = (cells) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]))
+      .join('  ')
+      .trimEnd();
+  console.log(format(header));
+  console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+  for (const line of lines) console.log(format(line));
+}

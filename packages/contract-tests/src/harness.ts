@@ -1,0 +1,107 @@
+import { isWsError, type WsErrorCode } from '@ws/core';
+import { expect, it } from 'vitest';
+import type { AreaContext } from './target.js';
+
+/**
+ * Registers one conformance case. The id is stable across releases and backends, so a failure on one
+ * backend can be compared with the same case on another; it leads the test title in brackets.
+ */
+export function conformanceCase(
+  context: AreaContext,
+  id: string,
+  title: string,
+  body: (test: CaseControls) => Promise<void>,
+  timeoutMs?: number,
+): void {
+  it(
+    `[${id}] ${title}`,
+    (test) => body({ skip: (reason) => test.skip(reason) }),
+    timeoutMs ?? context.caseTimeoutMs,
+  );
+}
+
+/** What a case can do besides asserting. */
+export interface CaseControls {
+  /** Marks the case skipped with a printed reason (a capability this backend does not declare). */
+  skip(reason: string): never;
+}
+
+/** Asserts that `action` rejects (or throws) a WsError with `code`; returns the error. */
+export async function expectWsError(action: () => unknown, code: WsErrorCode): Promise<Error> {
+  let caught: unknown;
+  try {
+    await action();
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught, `expected a WsError ${code}, but nothing was thrown`).toBeDefined();
+  if (!isWsError(caught))
+    throw new Error(`expected a WsError ${code}, got ${String(caught)}`, { cause: caught });
+  expect(caught.code, caught.message).toBe(code);
+  return caught;
+}
+
+/** Resolves after `ms` milliseconds. */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Bytes 0..255 once each. */
+export function allByteValues(): Uint8Array {
+  return Uint8Array.from({ length: 256 }, (_, index) => index);
+}
+
+/** A deterministic pseudo-random buffer (xorshift), so a large-file case needs no crypto and repeats exactly. */
+export function patternBytes(size: number, seed = 0x9e3779b9): Uint8Array {
+  const out = new Uint8Array(size);
+  const view = new DataView(out.buffer);
+  let state = seed >>> 0;
+  let offset = 0;
+  for (; offset + 4 <= size; offset += 4) {
+    state ^= state << 13;
+    state >>>= 0;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    state >>>= 0;
+    view.setUint32(offset, state);
+  }
+  for (; offset < size; offset++) out[offset] = offset & 0xff;
+  return out;
+}
+
+/** True when two byte arrays are equal (fast, without a per-byte diff on failure). */
+export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(
+    Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+  );
+}
+
+/** File names that break naive shell code: spaces, quotes, newlines, unicode, leading dashes, globs. */
+export const HOSTILE_NAMES: readonly string[] = [
+  'with space.txt',
+  "single'quote.txt",
+  'double"quote.txt',
+  'new\nline.txt',
+  'tab\there.txt',
+  'ünïcødé-名前-🙂.txt',
+  '-rf',
+  '--help',
+  '$HOME.txt',
+  '*.txt',
+  'back\\slash.txt',
+  '`backtick`.txt',
+  'semi;colon&amp|pipe.txt',
+  ' leading-space.txt',
+];
+
+/** Ids that must be refused wherever an id becomes a path segment. */
+export const HOSTILE_IDS: readonly string[] = [
+  '../x',
+  'a/b',
+  '.seed',
+  '',
+  'nul\0byte',
+  '..',
+  'back\\slash',
+  'new\nline',
+];

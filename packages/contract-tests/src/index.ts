@@ -1,0 +1,67 @@
+import { generateId } from '@ws/core';
+import { afterAll, describe, it } from 'vitest';
+import { execArea } from './areas/exec.js';
+import { filesArea } from './areas/files.js';
+import { layoutArea } from './areas/layout.js';
+import { lifecycleArea } from './areas/lifecycle.js';
+import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
+
+export {
+  allByteValues,
+  expectWsError,
+  HOSTILE_IDS,
+  HOSTILE_NAMES,
+  patternBytes,
+  sameBytes,
+} from './harness.js';
+export type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
+
+/** The conformance areas, in the order they run. */
+export const CONFORMANCE_AREAS = ['exec', 'files', 'lifecycle', 'layout'] as const;
+
+/**
+ * Registers the whole conformance suite for one backend inside the calling test file. Case titles
+ * start with a stable id (`[exec.argv-verbatim] …`), the same on every backend. When
+ * `target.skipReason()` returns a reason, every case is skipped and the reason is printed.
+ *
+ * ```ts
+ * registerConformanceSuite({
+ *   name: 'local',
+ *   create: ({ workspaceId }) => new LocalWorkspace({ workdir: join(base, workspaceId), workspaceId }),
+ * });
+ * ```
+ */
+export async function registerConformanceSuite(target: ConformanceTarget): Promise<void> {
+  const reason = await target.skipReason?.();
+  if (reason) {
+    console.warn(`[conformance] ${target.name}: skipped: ${reason}`);
+    describe(`conformance: ${target.name}`, () => {
+      it.skip(`skipped: ${reason}`, () => {});
+    });
+    return;
+  }
+  const created: WorkspaceUnderTest[] = [];
+  const runId = generateId().slice(0, 8);
+  let counter = 0;
+  const context: AreaContext = {
+    target,
+    newId: () => `conf-${runId}-${++counter}`,
+    async create(workspaceId) {
+      const workspace = await target.create({ workspaceId: workspaceId ?? context.newId() });
+      created.push(workspace);
+      return workspace;
+    },
+    caseTimeoutMs: target.caseTimeoutMs ?? 60_000,
+    largeOutputBytes: target.largeOutputBytes ?? 1024 * 1024 * 1024,
+    largeFileBytes: target.largeFileBytes ?? 64 * 1024 * 1024,
+  };
+  describe(`conformance: ${target.name}`, () => {
+    afterAll(async () => {
+      await Promise.allSettled(created.map((workspace) => workspace.close()));
+    }, context.caseTimeoutMs);
+    execArea(context);
+    filesArea(context);
+    lifecycleArea(context);
+    layoutArea(context);
+  });
+}

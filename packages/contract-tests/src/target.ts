@@ -1,0 +1,36 @@
+import type { WorkspaceLifecycle } from '@ws/core';
+
+/** The workspace shape the conformance suite drives. */
+export type WorkspaceUnderTest = WorkspaceLifecycle;
+
+/** What a backend hands the conformance suite. */
+export interface ConformanceTarget {
+  /** The backend's name, shown in the suite's title (`"local"`). */
+  readonly name: string;
+  /**
+   * Creates a new workspace, not yet initialized. Two calls with the same `workspaceId` must reach
+   * the same persistent state (the same host directory, container name or sandbox label), so that
+   * re-attach can be tested.
+   */
+  create(options: { workspaceId: string }): WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */
+  skipReason?(): string | undefined | Promise<string | undefined>;
+  /** Time limit of one case in milliseconds. Default 60 000. */
+  readonly caseTimeoutMs?: number;
+  /** Size of the output the output-cap case produces. Default 1 GiB. */
+  readonly largeOutputBytes?: number;
+  /** Size of the large-file case. Default 64 MiB. */
+  readonly largeFileBytes?: number;
+}
+
+/** The resolved settings one area works with. */
+export interface AreaContext {
+  readonly target: ConformanceTarget;
+  /** Creates a workspace through the target with a fresh, unique id and remembers it for cleanup. */
+  create(workspaceId?: string): Promise<WorkspaceUnderTest>;
+  /** A fresh, unique workspace id. */
+  newId(): string;
+  readonly caseTimeoutMs: number;
+  readonly largeOutputBytes: number;
+  readonly largeFileBytes: number;
+}

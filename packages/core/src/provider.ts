@@ -1,0 +1,31 @@
+import type { Sandbox } from './sandbox.js';
+import type { CallOptions, IsolationLevel } from './workspace.js';
+
+/** What a provider hands the engine once its sandbox is up. */
+export interface ProviderSession {
+  /** The sandbox; core completes it with POSIX fallbacks. */
+  readonly sandbox: Sandbox;
+  /** The workdir inside the sandbox (absolute). */
+  readonly workdir: string;
+}
+
+/**
+ * One backend's lifecycle: creates or re-attaches the sandbox for a workspace id and tears it down.
+ * The engine calls `open` once per initialization and `close` or `destroy` once at the end.
+ */
+export interface Provider {
+  /** The backend's name (`"local"`). */
+  readonly backend: string;
+  /** How the backend is described to the model (`"local"`, `"Docker-based"`). */
+  readonly description: string;
+  /** The workdir as known before `open` (some backends learn it only then). */
+  readonly expectedWorkdir: string | undefined;
+  readonly persistent: boolean;
+  readonly isolation: IsolationLevel;
+  /** Creates or re-attaches the sandbox. */
+  open(options: CallOptions): Promise<ProviderSession>;
+  /** Releases the sandbox; a persistent backend keeps the files. Must tolerate a half-open state. */
+  close(options: CallOptions): Promise<void>;
+  /** Deletes everything the provider owns. Called after `close`. */
+  destroy(options: CallOptions): Promise<void>;
+}

@@ -1,0 +1,106 @@
+/**
+ * A single-consumer queue of byte chunks that turns push-style output (callbacks) into a pull-style
+ * async iterable with back-pressure: `push` resolves only once the queue has room again, so a
+ * producer that awaits it never runs more than `highWaterMark` bytes ahead of the consumer.
+ */
+export class ChunkQueue {
+  private readonly chunks: Uint8Array[] = [];
+  private buffered = 0;
+  private done = false;
+  private error: unknown;
+  private failed = false;
+  private wakeConsumer: (() => void) | undefined;
+  private readonly waitingProducers: (() => void)[] = [];
+
+  constructor(private readonly highWaterMark = 1024 * 1024) {}
+
+  /** Adds a chunk; resolves when the consumer has caught up below the high-water mark. */
+  push(chunk: Uint8Array): Promise<void> {
+    if (this.done) return Promise.resolve();
+    this.chunks.push(chunk);
+    this.buffered += chunk.byteLength;
+    this.wake();
+    if (this.buffered < this.highWaterMark) return Promise.resolve();
+    return new Promise((resolve) => this.waitingProducers.push(resolve));
+  }
+
+  /** Marks the end of the stream. */
+  end(): void {
+    this.done = true;
+    this.wake();
+    this.releaseProducers();
+  }
+
+  /** Ends the stream with an error; the consumer sees it after the chunks already queued. */
+  fail(error: unknown): void {
+    if (this.done) return;
+    this.failed = true;
+    this.error = error;
+    this.end();
+  }
+
+  /** The single async iterable over the queue. `onCancel` runs when the consumer stops early. */
+  iterate(onCancel: () => void = () => {}): AsyncIterable<Uint8Array> {
+    return {
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<Uint8Array>> => {
+          for (;;) {
+            const chunk = this.chunks.shift();
+            if (chunk) {
+              this.buffered -= chunk.byteLength;
+              if (this.buffered < this.highWaterMark) this.releaseProducers();
+              return { value: chunk, done: false };
+            }
+            if (this.done) {
+              if (this.failed) {
+                this.failed = false;
+                throw this.error;
+              }
+              return { value: undefined, done: true };
+            }
+            await new Promise<void>((resolve) => {
+              this.wakeConsumer = resolve;
+            });
+          }
+        },
+        return: async (): Promise<IteratorResult<Uint8Array>> => {
+          if (!this.done) {
+            this.chunks.length = 0;
+            this.buffered = 0;
+            this.done = true;
+            this.releaseProducers();
+            onCancel();
+          }
+          return { value: undefined, done: true };
+        },
+      }),
+    };
+  }
+
+  private wake(): void {
+    const wake = this.wakeConsumer;
+    this.wakeConsumer = undefined;
+    wake?.();
+  }
+
+  private releaseProducers(): void {
+    for (const release of this.waitingProducers.splice(0)) release();
+  }
+}
+
+/** Collects an async iterable of chunks into one array. */
+export async function collectBytes(source: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of source) {
+    chunks.push(chunk);
+    size += chunk.byteLength;
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}

@@ -1,0 +1,84 @@
+/** A JSON Schema object, as tools publish their input schema. */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+/** Text content of a tool result (MCP `TextContent`). */
+export interface TextContent {
+  readonly type: 'text';
+  readonly text: string;
+}
+
+/** Image content of a tool result (MCP `ImageContent`): base64 data and its media type. */
+export interface ImageContent {
+  readonly type: 'image';
+  readonly data: string;
+  readonly mimeType: string;
+}
+
+/** Audio content of a tool result (MCP `AudioContent`). */
+export interface AudioContent {
+  readonly type: 'audio';
+  readonly data: string;
+  readonly mimeType: string;
+}
+
+/** A link to a resource (MCP `ResourceLink`), used for files a tool wrote or offloaded. */
+export interface ResourceLinkContent {
+  readonly type: 'resource_link';
+  readonly uri: string;
+  readonly name: string;
+  readonly mimeType?: string;
+  readonly description?: string;
+}
+
+/** One item of a tool result's content, in MCP's shapes. */
+export type ToolContent = TextContent | ImageContent | AudioContent | ResourceLinkContent;
+
+/**
+ * What a tool call returns: MCP-shaped content, an error flag, and structured metadata
+ * (Edit and Write put a unified `diff` and the `occurrences` count there).
+ */
+export interface ToolResult {
+  readonly content: readonly ToolContent[];
+  readonly isError: boolean;
+  readonly metadata?: Readonly<Record<string, unknown>>;
+}
+
+/** Hints about a tool, in MCP's annotation vocabulary plus @ws's concurrency flag. */
+export interface ToolAnnotations {
+  /** The tool does not change its environment. */
+  readonly readOnlyHint: boolean;
+  /** Several calls of this tool may run at once. */
+  readonly concurrencySafe: boolean;
+  /** The tool may destroy data (only meaningful when not read-only). */
+  readonly destructiveHint?: boolean;
+  /** Calling it twice with the same input has no extra effect. */
+  readonly idempotentHint?: boolean;
+  /** The tool reaches outside the workspace (the network, external services). */
+  readonly openWorldHint?: boolean;
+  /** A human-readable title. */
+  readonly title?: string;
+}
+
+/** Options of {@link Tool.call}. */
+export interface ToolCallOptions {
+  /** Aborting stops the call and the work it started (a command's process group is killed). */
+  signal?: AbortSignal;
+}
+
+/**
+ * A tool an agent can call: the workspace's built-ins (`Bash`, `Read`, …) and MCP tools
+ * (`mcp__<server>__<tool>`) share this shape, which maps one-to-one onto an MCP tool and onto the
+ * tool shapes of the common TypeScript agent SDKs.
+ */
+export interface Tool<Input = Record<string, unknown>> {
+  readonly name: string;
+  readonly description: string;
+  readonly inputSchema: JsonSchema;
+  readonly annotations: ToolAnnotations;
+  /**
+   * Runs the tool. Failures the model should see (a bad argument, a missing file, a failed command)
+   * come back as a result with `isError: true`; only misuse of the API itself (a disposed
+   * workspace, an aborted signal) throws.
+   */
+  call(input: Input, options?: ToolCallOptions): Promise<ToolResult>;
+}

@@ -1,0 +1,5 @@
+export { LocalProvider } from './local-provider.js';
+export type { LocalSandboxOptions } from './local-sandbox.js';
+export { LocalSandbox } from './local-sandbox.js';
+export type { LocalWorkspaceOptions } from './local-workspace.js';
+export { LocalWorkspace } from './local-workspace.js';

@@ -1,0 +1,269 @@
+import { createReadStream, createWriteStream } from 'node:fs';
+import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  type DirEntry,
+  type ExecOptions,
+  type ExecResult,
+  type FileOptions,
+  type FileStat,
+  type FileType,
+  fromErrno,
+  type MkdirOptions,
+  type ProcessGroup,
+  type ReadStreamOptions,
+  type RemoveOptions,
+  resolveSandboxPath,
+  runHostCommand,
+  type Sandbox,
+  type SandboxCapabilities,
+  type SandboxProcess,
+  type SpawnOptions,
+  spawnHostProcess,
+  throwIfAborted,
+  type WriteOptions,
+  WsError,
+} from '@ws/core';
+
+/** Options of {@link LocalSandbox}. */
+export interface LocalSandboxOptions {
+  /** Absolute host directory that relative paths and the default cwd resolve against. */
+  workdir: string;
+  /** Variables added to the host environment for every command. */
+  env?: Readonly<Record<string, string>>;
+  /** Inherit the host process's environment. Default: true. */
+  inheritEnv?: boolean;
+}
+
+function typeOf(stats: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FileType {
+  if (stats.isFile()) return 'file';
+  if (stats.isDirectory()) return 'directory';
+  if (stats.isSymbolicLink()) return 'symlink';
+  return 'other';
+}
+
+/**
+ * The host as a sandbox: commands are host processes (each in its own process group), files are
+ * host files. There is no isolation; a relative path means "relative to the workdir".
+ */
+export class LocalSandbox implements Sandbox {
+  readonly backend = 'local';
+  readonly workdir: string;
+  readonly capabilities: SandboxCapabilities = {
+    stat: true,
+    list: true,
+    remove: true,
+    mkdir: true,
+    rename: true,
+    readStream: true,
+    writeStream: true,
+    spawn: true,
+  };
+  private readonly extraEnv: Readonly<Record<string, string>>;
+  private readonly inheritEnv: boolean;
+  private readonly groups = new Set<ProcessGroup>();
+  private readonly track = (group: ProcessGroup): (() => void) => {
+    this.groups.add(group);
+    return () => this.groups.delete(group);
+  };
+
+  constructor(options: LocalSandboxOptions) {
+    this.workdir = options.workdir;
+    this.extraEnv = options.env ?? {};
+    this.inheritEnv = options.inheritEnv ?? true;
+  }
+
+  private resolve(path: string): string {
+    return resolveSandboxPath(this.workdir, path);
+  }
+
+  private environment(env: Readonly<Record<string, string>> | undefined): NodeJS.ProcessEnv {
+    const base = this.inheritEnv ? process.env : {};
+    if (!env && Object.keys(this.extraEnv).length === 0) return base;
+    return { ...base, ...this.extraEnv, ...env };
+  }
+
+  exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    return runHostCommand(argv, {
+      cwd: options.cwd === undefined ? this.workdir : this.resolve(options.cwd),
+      env: this.environment(options.env),
+      stdin: options.stdin,
+      timeoutMs: options.timeoutMs,
+      signal: options.signal,
+      onStdout: options.onStdout,
+      onStderr: options.onStderr,
+      maxOutputBytes: options.maxOutputBytes,
+      track: this.track,
+    });
+  }
+
+  async spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    return spawnHostProcess(argv, {
+      cwd: options.cwd === undefined ? this.workdir : this.resolve(options.cwd),
+      env: this.environment(options.env),
+      signal: options.signal,
+      track: this.track,
+    });
+  }
+
+  async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    try {
+      const data = await readFile(target, options.signal ? { signal: options.signal } : undefined);
+      return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+    } catch (error) {
+      throw fromErrno(error, `Reading ${target} failed`, { path: target });
+    }
+  }
+
+  async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    const writeOptions = {
+      mode: options.mode ?? 0o644,
+      ...(options.signal ? { signal: options.signal } : {}),
+    };
+    try {
+      await writeFile(target, data, writeOptions);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
+        throw fromErrno(error, `Writing ${target} failed`, { path: target });
+      try {
+        await this.makeParent(target);
+        await writeFile(target, data, writeOptions);
+      } catch (retryError) {
+        throw fromErrno(retryError, `Writing ${target} failed`, { path: target });
+      }
+    }
+  }
+
+  private async makeParent(target: string): Promise<void> {
+    try {
+      await mkdir(dirname(target), { recursive: true });
+    } catch (error) {
+      // A file where a parent directory should be: report it as the write's problem.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new WsError('NOT_A_DIRECTORY', `A parent of ${target} is not a directory`, {
+          cause: error,
+          details: { path: target },
+        });
+      }
+      throw error;
+    }
+  }
+
+  async stat(path: string, options: FileOptions = {}): Promise<FileStat> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    try {
+      const stats = await stat(target);
+      return { type: typeOf(stats), size: stats.size, mtimeMs: stats.mtimeMs, mode: stats.mode & 0o7777 };
+    } catch (error) {
+      throw fromErrno(error, `stat ${target} failed`, { path: target });
+    }
+  }
+
+  async list(path: string, options: FileOptions = {}): Promise<DirEntry[]> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    let names: string[];
+    try {
+      names = await readdir(target);
+    } catch (error) {
+      throw fromErrno(error, `Listing ${target} failed`, { path: target });
+    }
+    const entries = await Promise.all(
+      names.map(async (name): Promise<DirEntry | undefined> => {
+        const stats = await lstat(resolveSandboxPath(target, name)).catch(() => undefined);
+        // An entry removed between readdir and lstat is simply not there any more.
+        if (!stats) return undefined;
+        return { name, type: typeOf(stats), size: stats.size, mtimeMs: stats.mtimeMs };
+      }),
+    );
+    return entries.filter((entry): entry is DirEntry => entry !== undefined);
+  }
+
+  async remove(path: string, options: RemoveOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    if (target === '/') throw new WsError('INVALID_ARGUMENT', 'Refusing to remove /');
+    try {
+      await rm(target, { recursive: options.recursive ?? false, force: options.force ?? false });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ERR_FS_EISDIR') {
+        throw new WsError(
+          'IS_A_DIRECTORY',
+          `Removing ${target} failed: it is a directory (pass recursive: true)`,
+          { cause: error, details: { path: target } },
+        );
+      }
+      throw fromErrno(error, `Removing ${target} failed`, { path: target });
+    }
+  }
+
+  async mkdir(path: string, options: MkdirOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    try {
+      await mkdir(target, { recursive: options.recursive ?? false });
+    } catch (error) {
+      throw fromErrno(error, `Creating directory ${target} failed`, { path: target });
+    }
+  }
+
+  async rename(from: string, to: string, options: FileOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    const source = this.resolve(from);
+    const destination = this.resolve(to);
+    try {
+      await rename(source, destination);
+    } catch (error) {
+      throw fromErrno(error, `Renaming ${source} to ${destination} failed`, {
+        path: source,
+        to: destination,
+      });
+    }
+  }
+
+  async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    const info = await this.stat(path, options);
+    const target = this.resolve(path);
+    if (info.type === 'directory')
+      throw new WsError('IS_A_DIRECTORY', `Reading ${target} failed: it is a directory`, {
+        details: { path: target },
+      });
+    return createReadStream(target, {
+      highWaterMark: options.chunkSize ?? 1024 * 1024,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  }
+
+  async writeStream(
+    path: string,
+    source: AsyncIterable<Uint8Array>,
+    options: WriteOptions = {},
+  ): Promise<void> {
+    throwIfAborted(options.signal);
+    const target = this.resolve(path);
+    try {
+      await this.makeParent(target);
+      await pipeline(
+        Readable.from(source),
+        createWriteStream(target, { mode: options.mode ?? 0o644 }),
+        options.signal ? { signal: options.signal } : {},
+      );
+    } catch (error) {
+      throw fromErrno(error, `Writing ${target} failed`, { path: target });
+    }
+  }
+
+  /** Stops every command and process this sandbox started and has not seen exit. */
+  async dispose(): Promise<void> {
+    await Promise.all([...this.groups].map((group) => group.stop()));
+    this.groups.clear();
+  }
+}
