@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -25,10 +25,13 @@ if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) {
   fail(`Node.js >= ${MIN_NODE.join('.')} is required, this is ${process.versions.node}`);
 }
 
+// The local pnpm (a root devDependency) must be on PATH for turbo, which looks the package manager up.
+const env = { ...process.env, PATH: `${join(root, 'node_modules', '.bin')}${delimiter}${process.env.PATH ?? ''}` };
+
 function run(command, args, label) {
   const started = Date.now();
   process.stderr.write(`setup: ${label}…\n`);
-  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', env: process.env });
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', env });
   if (result.error) fail(`${label} could not start: ${result.error.message}`);
   if (result.status !== 0) fail(`${label} failed with exit code ${result.status}`);
   process.stderr.write(`setup: ${label} done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
