@@ -26,7 +26,10 @@ if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) {
 }
 
 // The local pnpm (a root devDependency) must be on PATH for turbo, which looks the package manager up.
-const env = { ...process.env, PATH: `${join(root, 'node_modules', '.bin')}${delimiter}${process.env.PATH ?? ''}` };
+const env = {
+  ...process.env,
+  PATH: `${join(root, 'node_modules', '.bin')}${delimiter}${process.env.PATH ?? ''}`,
+};
 
 function run(command, args, label) {
   const started = Date.now();
