@@ -93,3 +93,40 @@ export function printTable(rows) {
   console.log(widths.map((width) => '-'.repeat(width)).join('  '));
   for (const line of lines) console.log(format(line));
 }
+
+/** One measurement that is not a ratio (a peak memory, a cold start), with an optional ceiling. */
+export function metricRow({ scenario, subject, value, unit, target }) {
+  return {
+    kind: 'metric',
+    scenario,
+    subject,
+    value,
+    unit,
+    target,
+    met: target === undefined ? undefined : value <= target,
+  };
+}
+
+/** Prints metric rows as an aligned table. */
+export function printMetrics(rows) {
+  if (rows.length === 0) return;
+  const header = ['scenario', 'subject', 'value', 'target', ''];
+  const lines = rows.map((row) => [
+    row.scenario,
+    row.subject,
+    `${row.value.toFixed(1)} ${row.unit}`,
+    row.target === undefined ? '' : `≤ ${row.target} ${row.unit}`,
+    row.met === undefined ? '' : row.met ? 'met' : 'MISSED',
+  ]);
+  const widths = header.map((title, column) =>
+    Math.max(title.length, ...lines.map((line) => line[column].length)),
+  );
+  const format = (cells) =>
+    cells
+      .map((cell, column) => cell.padEnd(widths[column]))
+      .join('  ')
+      .trimEnd();
+  console.log(format(header));
+  console.log(widths.map((width) => '-'.repeat(width)).join('  '));
+  for (const line of lines) console.log(format(line));
+}

@@ -3,9 +3,9 @@
 //   node bench/run.mjs [scenario ...] [--iterations N] [--json FILE]
 import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { printTable } from './harness.mjs';
+import { printMetrics, printTable } from './harness.mjs';
 
-const SCENARIOS = ['local-exec'];
+const SCENARIOS = ['local-exec', 'tools-io', 'search-tree'];
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -30,5 +30,7 @@ for (const scenario of selected) {
   rows.push(...result);
 }
 console.log(`\n@ws bench — node ${process.version}, ${new Date().toISOString()}\n`);
-printTable(rows);
+printTable(rows.filter((row) => row.kind !== 'metric'));
+console.log('');
+printMetrics(rows.filter((row) => row.kind === 'metric'));
 if (values.json) await writeFile(values.json, `${JSON.stringify(rows, null, 2)}\n`);

@@ -4,6 +4,9 @@ import { execArea } from './areas/exec.js';
 import { filesArea } from './areas/files.js';
 import { layoutArea } from './areas/layout.js';
 import { lifecycleArea } from './areas/lifecycle.js';
+import { toolsBashArea } from './areas/tools-bash.js';
+import { toolsFilesArea } from './areas/tools-files.js';
+import { toolsSearchArea } from './areas/tools-search.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 export {
@@ -17,7 +20,7 @@ export {
 export type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 /** The conformance areas, in the order they run. */
-export const CONFORMANCE_AREAS = ['exec', 'files', 'lifecycle', 'layout'] as const;
+export const CONFORMANCE_AREAS = ['exec', 'files', 'lifecycle', 'layout', 'tools'] as const;
 
 /**
  * Registers the whole conformance suite for one backend inside the calling test file. Case titles
@@ -46,8 +49,8 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
   const context: AreaContext = {
     target,
     newId: () => `conf-${runId}-${++counter}`,
-    async create(workspaceId) {
-      const workspace = await target.create({ workspaceId: workspaceId ?? context.newId() });
+    async create(workspaceId, options = {}) {
+      const workspace = await target.create({ ...options, workspaceId: workspaceId ?? context.newId() });
       created.push(workspace);
       return workspace;
     },
@@ -63,5 +66,8 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     filesArea(context);
     lifecycleArea(context);
     layoutArea(context);
+    toolsBashArea(context);
+    toolsFilesArea(context);
+    toolsSearchArea(context);
   });
 }

@@ -1,7 +1,16 @@
-import type { WorkspaceLifecycle } from '@ws/core';
+import type { CallOptions, SearchMode, Tool, WorkspaceLifecycle } from '@ws/core';
 
 /** The workspace shape the conformance suite drives. */
-export type WorkspaceUnderTest = WorkspaceLifecycle;
+export type WorkspaceUnderTest = WorkspaceLifecycle & {
+  listTools(options?: { agentId?: string } & CallOptions): Promise<Tool[]>;
+};
+
+/** Options the suite passes to {@link ConformanceTarget.create}; a backend forwards them to its workspace. */
+export interface CreateOptions {
+  workspaceId: string;
+  /** Forwarded as the workspace's `searchMode`, so Grep and Glob run with ripgrep and without. */
+  searchMode?: SearchMode;
+}
 
 /** What a backend hands the conformance suite. */
 export interface ConformanceTarget {
@@ -12,7 +21,7 @@ export interface ConformanceTarget {
    * the same persistent state (the same host directory, container name or sandbox label), so that
    * re-attach can be tested.
    */
-  create(options: { workspaceId: string }): WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  create(options: CreateOptions): WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */
   skipReason?(): string | undefined | Promise<string | undefined>;
   /** Time limit of one case in milliseconds. Default 60 000. */
@@ -27,7 +36,7 @@ export interface ConformanceTarget {
 export interface AreaContext {
   readonly target: ConformanceTarget;
   /** Creates a workspace through the target with a fresh, unique id and remembers it for cleanup. */
-  create(workspaceId?: string): Promise<WorkspaceUnderTest>;
+  create(workspaceId?: string, options?: Omit<CreateOptions, 'workspaceId'>): Promise<WorkspaceUnderTest>;
   /** A fresh, unique workspace id. */
   newId(): string;
   readonly caseTimeoutMs: number;

@@ -5,6 +5,11 @@ import { type LayoutPaths, layoutPaths } from './layout.js';
 import { completeSandbox } from './posix-fallbacks.js';
 import type { Provider } from './provider.js';
 import type { CompleteSandbox } from './sandbox.js';
+import type { Tool } from './tool.js';
+import { createBuiltinTools } from './tools/builtin-tools.js';
+import { ReadCache } from './tools/read-cache.js';
+import { DEFAULT_MODEL_INPUT_TYPES } from './tools/read-tool.js';
+import { type SearchMode, SearchTools } from './tools/search-tools.js';
 import type { CallOptions, WorkspaceCapabilities, WorkspaceLifecycle, WorkspaceState } from './workspace.js';
 
 /** Options of {@link WorkspaceEngine}; public workspace classes pass theirs through. */
@@ -18,6 +23,16 @@ export interface WorkspaceEngineOptions {
    * `{workdir}` placeholders. Default: {@link DEFAULT_WORKSPACE_INSTRUCTIONS}.
    */
   instructions?: string;
+  /**
+   * How Grep and Glob search: `auto` (default) uses ripgrep when the sandbox has `rg` and `find` +
+   * `grep` otherwise; `ripgrep` or `posix` force one.
+   */
+  searchMode?: SearchMode;
+  /**
+   * Media types the model accepts as input; Read returns files of these types as images or
+   * documents (`image/*` wildcards allowed). Default: PNG, JPEG, GIF and WebP images.
+   */
+  modelInputTypes?: readonly string[];
 }
 
 /**
@@ -37,6 +52,9 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
   private initializing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
   private destroying: Promise<void> | undefined;
+  private readonly search: SearchTools;
+  private readonly modelInputTypes: readonly string[];
+  private readonly readCaches = new Map<string, ReadCache>();
 
   /** @throws WsError `INVALID_ARGUMENT` for a workspace id that is not one safe path segment. */
   constructor(options: WorkspaceEngineOptions) {
@@ -44,6 +62,8 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     this.id =
       options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
     this.instructionsTemplate = options.instructions ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
+    this.search = new SearchTools(options.searchMode ?? 'auto');
+    this.modelInputTypes = [...(options.modelInputTypes ?? DEFAULT_MODEL_INPUT_TYPES)];
   }
 
   /** Where the workspace is in its life. */
@@ -167,6 +187,29 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
       await this.provider.destroy(options);
     })();
     await this.destroying;
+  }
+
+  /**
+   * The built-in tools, bound to this workspace. Each call returns fresh tool objects; tools of the
+   * same `agentId` (default: a shared one) share one read-before-edit memory.
+   * @throws WsError `NOT_READY` before initialize, `DISPOSED` after close.
+   */
+  async listTools(options: { agentId?: string } & CallOptions = {}): Promise<Tool[]> {
+    this.requireSandbox();
+    throwIfAborted(options.signal);
+    const agentKey = options.agentId === undefined ? '' : validateId(options.agentId, 'agentId');
+    let readCache = this.readCaches.get(agentKey);
+    if (!readCache) {
+      readCache = new ReadCache();
+      this.readCaches.set(agentKey, readCache);
+    }
+    return createBuiltinTools({
+      sandbox: () => this.requireSandbox(),
+      workdir: this.workdir,
+      readCache,
+      search: this.search,
+      modelInputTypes: this.modelInputTypes,
+    });
   }
 
   getInstructions(): string {

@@ -59,6 +59,34 @@ export type {
   ToolContent,
   ToolResult,
 } from './tool.js';
+export type { BashInput } from './tools/bash-tool.js';
+export {
+  BASH_DEFAULT_TIMEOUT_MS,
+  BASH_MAX_OUTPUT_CHARS,
+  BASH_MAX_TIMEOUT_MS,
+} from './tools/bash-tool.js';
+export { createBuiltinTools } from './tools/builtin-tools.js';
+export type { ToolEnvironment } from './tools/common.js';
+export { unifiedDiff } from './tools/diff.js';
+export type { EditInput } from './tools/edit-tool.js';
+export { globToRegExp } from './tools/glob-pattern.js';
+export type { GlobInput } from './tools/glob-tool.js';
+export { GLOB_MAX_RESULTS } from './tools/glob-tool.js';
+export type { GrepInput, GrepOutputMode } from './tools/grep-tool.js';
+export { GREP_DEFAULT_HEAD_LIMIT } from './tools/grep-tool.js';
+export { PDF_MAX_PAGES_PER_READ, PDF_MAX_PAGES_WITHOUT_RANGE } from './tools/pdf.js';
+export type { ReadCacheEntry } from './tools/read-cache.js';
+export { ReadCache } from './tools/read-cache.js';
+export type { ReadInput } from './tools/read-tool.js';
+export {
+  DEFAULT_MODEL_INPUT_TYPES,
+  MAX_EDITABLE_FILE_BYTES,
+  READ_MAX_LINE_CHARS,
+  READ_MAX_LINES,
+} from './tools/read-tool.js';
+export type { SearchMode } from './tools/search-tools.js';
+export { SearchTools } from './tools/search-tools.js';
+export type { WriteInput } from './tools/write-tool.js';
 export type {
   CallOptions,
   IsolationLevel,

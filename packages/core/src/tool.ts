@@ -30,8 +30,23 @@ export interface ResourceLinkContent {
   readonly description?: string;
 }
 
+/** A document embedded in a result (MCP `EmbeddedResource` with a base64 `blob`), such as a PDF. */
+export interface EmbeddedResourceContent {
+  readonly type: 'resource';
+  readonly resource: {
+    readonly uri: string;
+    readonly mimeType: string;
+    readonly blob: string;
+  };
+}
+
 /** One item of a tool result's content, in MCP's shapes. */
-export type ToolContent = TextContent | ImageContent | AudioContent | ResourceLinkContent;
+export type ToolContent =
+  | TextContent
+  | ImageContent
+  | AudioContent
+  | ResourceLinkContent
+  | EmbeddedResourceContent;
 
 /**
  * What a tool call returns: MCP-shaped content, an error flag, and structured metadata

@@ -62,8 +62,11 @@ export interface WorkspaceLifecycle extends AsyncDisposable {
 
 /** Discovery and dynamic management half of the {@link Workspace} protocol. */
 export interface WorkspaceResources {
-  /** The built-in tools (`Bash`, `Edit`, `Glob`, `Grep`, `Read`, `Write`), bound to this workspace. */
-  listTools(options?: CallOptions): Promise<Tool[]>;
+  /**
+   * The built-in tools (`Bash`, `Edit`, `Glob`, `Grep`, `Read`, `Write`), bound to this workspace.
+   * Tools listed for one `agentId` share that agent's read-before-edit memory.
+   */
+  listTools(options?: { agentId?: string } & CallOptions): Promise<Tool[]>;
   /** The live MCP clients of one (agent, session) scope, connecting declared servers as needed. */
   listMcps(scope?: McpScope & CallOptions): Promise<McpClient[]>;
   /** Declares and connects an MCP server in one scope. @throws WsError `CONFLICT` for a duplicate name. */

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { WorkspaceEngine, WsError } from '@ws/core';
+import { type SearchMode, WorkspaceEngine, WsError } from '@ws/core';
 import { LocalProvider } from './local-provider.js';
 
 /** Options of {@link LocalWorkspace}. */
@@ -14,6 +14,10 @@ export interface LocalWorkspaceOptions {
   inheritEnv?: boolean;
   /** The `<workspace>` prompt template (placeholders `{backend}`, `{workdir}`). */
   instructions?: string;
+  /** How Grep and Glob search: `auto` (ripgrep when installed, else `find` + `grep`), `ripgrep` or `posix`. */
+  searchMode?: SearchMode;
+  /** Media types the model accepts; Read returns these as images or documents. */
+  modelInputTypes?: readonly string[];
 }
 
 /**
@@ -40,6 +44,8 @@ export class LocalWorkspace extends WorkspaceEngine {
       }),
       ...(options.workspaceId !== undefined ? { workspaceId: options.workspaceId } : {}),
       ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+      ...(options.searchMode !== undefined ? { searchMode: options.searchMode } : {}),
+      ...(options.modelInputTypes !== undefined ? { modelInputTypes: options.modelInputTypes } : {}),
     });
   }
 

@@ -10,5 +10,10 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 await registerConformanceSuite({
   name: 'local',
-  create: ({ workspaceId }) => new LocalWorkspace({ workdir: join(base, workspaceId), workspaceId }),
+  create: ({ workspaceId, searchMode }) =>
+    new LocalWorkspace({
+      workdir: join(base, workspaceId),
+      workspaceId,
+      ...(searchMode ? { searchMode } : {}),
+    }),
 });
