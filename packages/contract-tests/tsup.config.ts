@@ -1,11 +1,28 @@
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'],
-  dts: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  external: ['vitest'],
-});
+export default defineConfig([
+  {
+    entry: ['src/index.ts'],
+    format: ['esm'],
+    dts: true,
+    sourcemap: true,
+    clean: false,
+    target: 'node20',
+    external: ['vitest'],
+  },
+  {
+    // A published MCP server as one self-contained file, so it can run inside any sandbox with node.
+    entry: { 'fixtures/memory-server': 'fixtures/memory-server.ts' },
+    format: ['esm'],
+    outExtension: () => ({ js: '.mjs' }),
+    platform: 'node',
+    target: 'node18',
+    noExternal: [/.*/],
+    splitting: false,
+    sourcemap: false,
+    clean: false,
+    banner: {
+      js: "import { createRequire as __wsCreateRequire } from 'node:module'; const require = __wsCreateRequire(import.meta.url);",
+    },
+  },
+]);

@@ -4,6 +4,9 @@ import { execArea } from './areas/exec.js';
 import { filesArea } from './areas/files.js';
 import { layoutArea } from './areas/layout.js';
 import { lifecycleArea } from './areas/lifecycle.js';
+import { mcpArea } from './areas/mcp.js';
+import { offloadArea } from './areas/offload.js';
+import { skillsArea } from './areas/skills.js';
 import { toolsBashArea } from './areas/tools-bash.js';
 import { toolsFilesArea } from './areas/tools-files.js';
 import { toolsSearchArea } from './areas/tools-search.js';
@@ -20,7 +23,16 @@ export {
 export type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 /** The conformance areas, in the order they run. */
-export const CONFORMANCE_AREAS = ['exec', 'files', 'lifecycle', 'layout', 'tools'] as const;
+export const CONFORMANCE_AREAS = [
+  'exec',
+  'files',
+  'lifecycle',
+  'layout',
+  'tools',
+  'offload',
+  'skills',
+  'mcp',
+] as const;
 
 /**
  * Registers the whole conformance suite for one backend inside the calling test file. Case titles
@@ -57,6 +69,7 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     caseTimeoutMs: target.caseTimeoutMs ?? 60_000,
     largeOutputBytes: target.largeOutputBytes ?? 1024 * 1024 * 1024,
     largeFileBytes: target.largeFileBytes ?? 64 * 1024 * 1024,
+    longMcpCallMs: target.longMcpCallMs ?? 45_000,
   };
   describe(`conformance: ${target.name}`, () => {
     afterAll(async () => {
@@ -69,5 +82,8 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     toolsBashArea(context);
     toolsFilesArea(context);
     toolsSearchArea(context);
+    offloadArea(context);
+    skillsArea(context);
+    mcpArea(context);
   });
 }

@@ -1,15 +1,19 @@
-import type { CallOptions, SearchMode, Tool, WorkspaceLifecycle } from '@ws/core';
+import type { McpServerSpec, SearchMode, Workspace } from '@ws/core';
 
 /** The workspace shape the conformance suite drives. */
-export type WorkspaceUnderTest = WorkspaceLifecycle & {
-  listTools(options?: { agentId?: string } & CallOptions): Promise<Tool[]>;
-};
+export type WorkspaceUnderTest = Workspace & { readonly warnings?: readonly string[] };
 
 /** Options the suite passes to {@link ConformanceTarget.create}; a backend forwards them to its workspace. */
 export interface CreateOptions {
   workspaceId: string;
   /** Forwarded as the workspace's `searchMode`, so Grep and Glob run with ripgrep and without. */
   searchMode?: SearchMode;
+  /** Forwarded as the workspace's `defaultMcps`. */
+  defaultMcps?: readonly McpServerSpec[];
+  /** Forwarded as the workspace's `maxLiveStatefulMcps`. */
+  maxLiveStatefulMcps?: number;
+  /** Forwarded as the workspace's `skillPaths` (host folders). */
+  skillPaths?: readonly string[];
 }
 
 /** What a backend hands the conformance suite. */
@@ -30,6 +34,8 @@ export interface ConformanceTarget {
   readonly largeOutputBytes?: number;
   /** Size of the large-file case. Default 64 MiB. */
   readonly largeFileBytes?: number;
+  /** How long the long MCP tool call runs (it must succeed when its own timeout allows it). Default 45 000 ms. */
+  readonly longMcpCallMs?: number;
 }
 
 /** The resolved settings one area works with. */
@@ -42,4 +48,5 @@ export interface AreaContext {
   readonly caseTimeoutMs: number;
   readonly largeOutputBytes: number;
   readonly largeFileBytes: number;
+  readonly longMcpCallMs: number;
 }

@@ -1,16 +1,25 @@
-import { abortError, fromErrno, isWsError, throwIfAborted, WsError } from './errors.js';
+import { posix } from 'node:path';
+import { makeDirectories, raceSignal, removeAll } from './engine-support.js';
+import { fromErrno, isWsError, throwIfAborted, WsError } from './errors.js';
 import { generateId, validateId } from './ids.js';
 import { DEFAULT_WORKSPACE_INSTRUCTIONS, formatInstructions } from './instructions.js';
 import { type LayoutPaths, layoutPaths } from './layout.js';
+import type { McpConnector } from './mcp/connector.js';
+import { McpRegistry, type McpStore } from './mcp/registry.js';
+import type { McpClient, McpScope, McpServerSpec } from './mcp.js';
+import { OffloadStore } from './offload/offloader.js';
+import type { DataBlock, OffloadableToolResult } from './offloader.js';
 import { completeSandbox } from './posix-fallbacks.js';
 import type { Provider } from './provider.js';
-import type { CompleteSandbox } from './sandbox.js';
+import type { CompleteSandbox, FileOptions } from './sandbox.js';
+import type { Skill, SkillArchive } from './skill.js';
+import { SkillStore } from './skills/skill-store.js';
 import type { Tool } from './tool.js';
 import { createBuiltinTools } from './tools/builtin-tools.js';
 import { ReadCache } from './tools/read-cache.js';
 import { DEFAULT_MODEL_INPUT_TYPES } from './tools/read-tool.js';
 import { type SearchMode, SearchTools } from './tools/search-tools.js';
-import type { CallOptions, WorkspaceCapabilities, WorkspaceLifecycle, WorkspaceState } from './workspace.js';
+import type { CallOptions, Workspace, WorkspaceCapabilities, WorkspaceState } from './workspace.js';
 
 /** Options of {@link WorkspaceEngine}; public workspace classes pass theirs through. */
 export interface WorkspaceEngineOptions {
@@ -33,21 +42,29 @@ export interface WorkspaceEngineOptions {
    * documents (`image/*` wildcards allowed). Default: PNG, JPEG, GIF and WebP images.
    */
   modelInputTypes?: readonly string[];
+  /** MCP servers every scope starts with (each scope gets its own copies). */
+  defaultMcps?: readonly McpServerSpec[];
+  /** Most live stateful MCP connections across scopes. Default: max(40, 2 × stateful defaults). */
+  maxLiveStatefulMcps?: number;
+  /** Host folders (each holding a SKILL.md) copied into `skills/.seed` when the seed is empty. */
+  skillPaths?: readonly string[];
 }
 
 /**
  * The one implementation of the workspace protocol, shared by every backend. A backend supplies a
  * {@link Provider}; its public class (`LocalWorkspace`, …) extends this engine.
  *
- * Constructing an engine does no I/O. `initialize()` opens the sandbox and lays out the workdir.
+ * Constructing an engine does no I/O. `initialize()` opens the sandbox, lays out the workdir,
+ * restores `.mcp` and seeds skills.
  */
-export class WorkspaceEngine implements WorkspaceLifecycle {
+export class WorkspaceEngine implements Workspace {
   /** The workspace id. */
   readonly id: string;
   protected readonly provider: Provider;
   private readonly instructionsTemplate: string;
   private currentState: WorkspaceState = 'created';
   private sandbox: CompleteSandbox | undefined;
+  private mcpConnector: McpConnector | undefined;
   private openedWorkdir: string | undefined;
   private initializing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -55,8 +72,12 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
   private readonly search: SearchTools;
   private readonly modelInputTypes: readonly string[];
   private readonly readCaches = new Map<string, ReadCache>();
+  private readonly offload: OffloadStore;
+  private readonly skills: SkillStore;
+  private readonly mcp: McpRegistry;
+  private seedWarnings: string[] = [];
 
-  /** @throws WsError `INVALID_ARGUMENT` for a workspace id that is not one safe path segment. */
+  /** @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec. */
   constructor(options: WorkspaceEngineOptions) {
     this.provider = options.provider;
     this.id =
@@ -64,6 +85,17 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     this.instructionsTemplate = options.instructions ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
     this.search = new SearchTools(options.searchMode ?? 'auto');
     this.modelInputTypes = [...(options.modelInputTypes ?? DEFAULT_MODEL_INPUT_TYPES)];
+    const sandbox = () => this.liveSandbox();
+    const paths = () => this.paths;
+    this.offload = new OffloadStore(sandbox, paths);
+    this.skills = new SkillStore(sandbox, paths, [...(options.skillPaths ?? [])]);
+    this.mcp = new McpRegistry({
+      connector: () => this.mcpConnector,
+      backend: this.provider.backend,
+      defaults: options.defaultMcps ?? [],
+      maxLiveStateful: options.maxLiveStatefulMcps,
+      store: () => (this.provider.persistent ? this.mcpStore() : undefined),
+    });
   }
 
   /** Where the workspace is in its life. */
@@ -91,6 +123,7 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
       backend: this.provider.backend,
       persistent: this.provider.persistent,
       isolation: this.provider.isolation,
+      mcp: this.sandbox ? this.mcpConnector !== undefined : this.provider.mcp,
       sandbox: this.sandbox?.capabilities ?? {
         stat: true,
         list: true,
@@ -102,6 +135,11 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
         spawn: false,
       },
     };
+  }
+
+  /** Problems met at initialize (skill paths skipped, `.mcp` entries dropped) and by MCP connections. */
+  get warnings(): readonly string[] {
+    return [...this.seedWarnings, ...this.mcp.warnings];
   }
 
   /** The absolute paths of the workdir's layout entries. */
@@ -124,14 +162,17 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     try {
       const session = await this.provider.open(options);
       this.sandbox = completeSandbox(session.sandbox);
+      this.mcpConnector = session.mcp;
       this.openedWorkdir = session.workdir;
       throwIfAborted(options.signal);
       await this.layOut(options);
-      await this.onInitialize(options);
+      await this.mcp.restore();
+      this.seedWarnings = await this.skills.prepare(options);
       throwIfAborted(options.signal);
       this.currentState = 'ready';
     } catch (error) {
       this.sandbox = undefined;
+      this.mcpConnector = undefined;
       this.openedWorkdir = undefined;
       await this.provider.close({}).catch(() => {});
       this.currentState = 'created';
@@ -140,18 +181,6 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
         : fromErrno(error, `Initializing the ${this.provider.backend} workspace failed`);
     }
   }
-
-  /**
-   * Runs after the sandbox is open and the layout exists, inside `initialize()`. Subsystems (MCP
-   * restore, skill seeding) hook in here; the base does nothing.
-   */
-  protected async onInitialize(_options: CallOptions): Promise<void> {}
-
-  /** Runs at the start of `close()` while the sandbox is still open; the base does nothing. */
-  protected async onClose(_options: CallOptions): Promise<void> {}
-
-  /** Runs inside `reset()` before the layout is deleted; the base does nothing. */
-  protected async onReset(_options: CallOptions): Promise<void> {}
 
   async close(options: CallOptions = {}): Promise<void> {
     if (this.currentState === 'closed') return;
@@ -164,10 +193,14 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     const wasOpen = this.currentState === 'ready';
     this.currentState = 'closing';
     try {
-      if (wasOpen) await this.onClose(options).catch(() => {});
-      if (wasOpen) await this.provider.close(options);
+      if (wasOpen) {
+        await this.mcp.closeAll().catch(() => {});
+        await this.provider.close(options);
+      }
     } finally {
+      this.skills.forgetEquipped();
       this.sandbox = undefined;
+      this.mcpConnector = undefined;
       this.currentState = 'closed';
     }
   }
@@ -175,7 +208,9 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
   async reset(options: CallOptions = {}): Promise<void> {
     const sandbox = this.requireSandbox();
     throwIfAborted(options.signal);
-    await this.onReset(options);
+    await this.mcp.clear();
+    this.skills.forgetEquipped();
+    for (const cache of this.readCaches.values()) cache.forget();
     const { mcpFile, skillsDir, sessionsDir, dataDir } = this.paths;
     await removeAll(sandbox, [mcpFile, skillsDir, sessionsDir, dataDir], options);
     await this.layOut(options);
@@ -212,6 +247,82 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     });
   }
 
+  async listMcps(scope: McpScope & CallOptions = {}): Promise<McpClient[]> {
+    this.requireSandbox();
+    return this.mcp.list(scope, signalOf(scope));
+  }
+
+  async addMcp(spec: McpServerSpec, scope: McpScope & CallOptions = {}): Promise<void> {
+    this.requireSandbox();
+    throwIfAborted(scope.signal);
+    await this.mcp.add(spec, scope, signalOf(scope));
+  }
+
+  async removeMcp(name: string, scope: McpScope & CallOptions = {}): Promise<void> {
+    this.requireSandbox();
+    throwIfAborted(scope.signal);
+    await this.mcp.remove(name, scope);
+  }
+
+  async listSkills(options: { agentId?: string } & CallOptions = {}): Promise<Skill[]> {
+    this.requireSandbox();
+    return this.skills.list(options);
+  }
+
+  async addSkill(
+    source: string | SkillArchive,
+    options: { agentId?: string; maxExtractedBytes?: number } & CallOptions = {},
+  ): Promise<Skill> {
+    this.requireSandbox();
+    return this.skills.add(source, options);
+  }
+
+  async removeSkill(name: string, options: { agentId?: string } & CallOptions = {}): Promise<void> {
+    this.requireSandbox();
+    await this.skills.remove(name, options);
+  }
+
+  /** Closes the scope's MCP connections, drops its declarations, and deletes `sessions/<sessionId>`. */
+  async purgeSession(scope: McpScope & CallOptions): Promise<void> {
+    const sandbox = this.requireSandbox();
+    throwIfAborted(scope.signal);
+    await this.mcp.purge(scope);
+    if (scope.sessionId) {
+      const directory = posix.join(this.paths.sessionsDir, validateId(scope.sessionId, 'sessionId'));
+      await sandbox.remove(directory, { recursive: true, force: true, ...signalOf(scope) });
+    }
+  }
+
+  /** Deletes the agent's skill partition; its next skill call copies the seed again. */
+  async purgeAgent(options: { agentId: string } & CallOptions): Promise<void> {
+    this.requireSandbox();
+    throwIfAborted(options.signal);
+    await this.skills.purgeAgent(options.agentId, options);
+  }
+
+  async offloadData(block: DataBlock, options: FileOptions = {}): Promise<DataBlock> {
+    this.requireSandbox();
+    return this.offload.offloadData(block, options);
+  }
+
+  async offloadContext(
+    sessionId: string,
+    messages: readonly unknown[],
+    options: FileOptions = {},
+  ): Promise<string> {
+    this.requireSandbox();
+    return this.offload.offloadContext(sessionId, messages, options);
+  }
+
+  async offloadToolResult(
+    sessionId: string,
+    result: OffloadableToolResult,
+    options: FileOptions = {},
+  ): Promise<string> {
+    this.requireSandbox();
+    return this.offload.offloadToolResult(sessionId, result, options);
+  }
+
   getInstructions(): string {
     const workdir = this.openedWorkdir ?? this.provider.expectedWorkdir ?? '<assigned at initialize>';
     return formatInstructions(this.instructionsTemplate, { backend: this.provider.description, workdir });
@@ -237,6 +348,14 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     return this.sandbox;
   }
 
+  /** The open sandbox for the subsystems, which also run while `initialize()` is in progress. */
+  private liveSandbox(): CompleteSandbox {
+    this.assertNotClosed();
+    if (!this.sandbox)
+      throw new WsError('NOT_READY', `The workspace ${this.id} is not initialized; call initialize() first`);
+    return this.sandbox;
+  }
+
   /** @throws WsError `DISPOSED` once `close()` has started. */
   protected assertNotClosed(): void {
     if (this.currentState === 'closed' || this.currentState === 'closing') {
@@ -244,72 +363,32 @@ export class WorkspaceEngine implements WorkspaceLifecycle {
     }
   }
 
+  private mcpStore(): McpStore {
+    return {
+      load: async () => {
+        try {
+          return new TextDecoder().decode(await this.liveSandbox().readFile(this.paths.mcpFile));
+        } catch (error) {
+          if (isWsError(error, 'NOT_FOUND')) return undefined;
+          throw error;
+        }
+      },
+      save: async (text) => {
+        // Written beside the file and renamed over it: a reader sees the old file or the new, never half.
+        const sandbox = this.liveSandbox();
+        const temporary = `${this.paths.mcpFile}.tmp-${process.pid}-${Date.now().toString(36)}`;
+        await sandbox.writeFile(temporary, text);
+        await sandbox.rename(temporary, this.paths.mcpFile);
+      },
+    };
+  }
+
   private async layOut(options: CallOptions): Promise<void> {
-    const sandbox = this.sandbox;
-    if (!sandbox) throw new WsError('NOT_READY', 'No sandbox');
     const { workdir, dataDir, skillSeedDir, sessionsDir } = this.paths;
-    await makeDirectories(sandbox, [workdir, dataDir, skillSeedDir, sessionsDir], options);
+    await makeDirectories(this.liveSandbox(), [workdir, dataDir, skillSeedDir, sessionsDir], options);
   }
 }
 
-/** Creates directories (and parents): natively in parallel, or in one `mkdir -p` through exec. */
-export async function makeDirectories(
-  sandbox: CompleteSandbox,
-  paths: readonly string[],
-  options: CallOptions = {},
-): Promise<void> {
-  if (sandbox.native.mkdir) {
-    for (const path of paths) await sandbox.mkdir(path, { recursive: true, ...signalOf(options) });
-    return;
-  }
-  const result = await sandbox.exec(['mkdir', '-p', '--', ...paths], { cwd: '/', ...signalOf(options) });
-  if (result.exitCode !== 0) {
-    throw new WsError('BACKEND_ERROR', `Creating ${paths.join(', ')} failed: ${result.stderrText.trim()}`, {
-      details: { paths },
-    });
-  }
-}
-
-/** Removes paths recursively, ignoring missing ones: natively, or in one `rm -rf` through exec. */
-export async function removeAll(
-  sandbox: CompleteSandbox,
-  paths: readonly string[],
-  options: CallOptions = {},
-): Promise<void> {
-  if (sandbox.native.remove) {
-    await Promise.all(
-      paths.map((path) => sandbox.remove(path, { recursive: true, force: true, ...signalOf(options) })),
-    );
-    return;
-  }
-  const result = await sandbox.exec(['rm', '-rf', '--', ...paths], { cwd: '/', ...signalOf(options) });
-  if (result.exitCode !== 0) {
-    throw new WsError('BACKEND_ERROR', `Removing ${paths.join(', ')} failed: ${result.stderrText.trim()}`, {
-      details: { paths },
-    });
-  }
-}
-
-function signalOf(options: CallOptions): CallOptions {
+function signalOf(options: CallOptions): { signal?: AbortSignal } {
   return options.signal ? { signal: options.signal } : {};
-}
-
-/** Waits for `promise`, but rejects with `ABORTED` as soon as `signal` fires (the work goes on). */
-export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise;
-  if (signal.aborted) return Promise.reject(abortError(signal));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortError(signal));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
-    );
-  });
 }

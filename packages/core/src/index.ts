@@ -1,5 +1,6 @@
 export type { WorkspaceEngineOptions } from './engine.js';
-export { makeDirectories, raceSignal, removeAll, WorkspaceEngine } from './engine.js';
+export { WorkspaceEngine } from './engine.js';
+export { makeDirectories, raceSignal, removeAll } from './engine-support.js';
 export type { WsErrorCode, WsErrorOptions } from './errors.js';
 export { abortError, fromErrno, isWsError, throwIfAborted, WsError } from './errors.js';
 export type { ExecResultInit } from './exec-result.js';
@@ -10,7 +11,23 @@ export { generateId, isValidId, MAX_ID_BYTES, validateId } from './ids.js';
 export { DEFAULT_WORKSPACE_INSTRUCTIONS, formatInstructions } from './instructions.js';
 export type { LayoutPaths } from './layout.js';
 export { LAYOUT, layoutPaths } from './layout.js';
+export type { McpCallOptions, McpConnector, McpScopeKey, McpSession, McpToolInfo } from './mcp/connector.js';
+export { toolResultFromMcp } from './mcp/convert.js';
+export type { McpRegistryOptions, McpStore } from './mcp/registry.js';
+export { McpRegistry } from './mcp/registry.js';
+export type { NormalizedMcpSpec } from './mcp/spec.js';
+export {
+  fromStoredSpec,
+  MCP_FILE_VERSION,
+  MCP_NAME_PATTERN,
+  normalizeMcpSpec,
+  toolAllowed,
+  toStoredSpec,
+} from './mcp/spec.js';
 export type { McpClient, McpHttpTransport, McpScope, McpServerSpec, McpStdioTransport } from './mcp.js';
+export type { MediaHit } from './offload/media.js';
+export { extensionFor, parseDataUrl, recognizeMedia, WORKSPACE_URL_PREFIX } from './offload/media.js';
+export { OffloadStore, resolveWorkspaceUrl } from './offload/offloader.js';
 export type {
   Base64Source,
   DataBlock,
@@ -46,6 +63,12 @@ export type {
 } from './sandbox.js';
 export { DEFAULT_MAX_OUTPUT_BYTES } from './sandbox.js';
 export type { Skill, SkillArchive } from './skill.js';
+export type { ArchiveMember } from './skills/archive.js';
+export { DEFAULT_MAX_EXTRACTED_BYTES, readArchive, safeMemberPath } from './skills/archive.js';
+export type { SkillDocument } from './skills/front-matter.js';
+export { parseSkillDocument } from './skills/front-matter.js';
+export type { SkillScope } from './skills/skill-store.js';
+export { resolveHostPath, SkillStore } from './skills/skill-store.js';
 export { ChunkQueue, collectBytes } from './streams.js';
 export type {
   AudioContent,

@@ -1,3 +1,4 @@
+import type { McpConnector } from './mcp/connector.js';
 import type { Sandbox } from './sandbox.js';
 import type { CallOptions, IsolationLevel } from './workspace.js';
 
@@ -7,6 +8,8 @@ export interface ProviderSession {
   readonly sandbox: Sandbox;
   /** The workdir inside the sandbox (absolute). */
   readonly workdir: string;
+  /** Where this backend runs MCP servers now; absent when it cannot (MCP calls then fail with `CAPABILITY_UNSUPPORTED`). */
+  readonly mcp?: McpConnector | undefined;
 }
 
 /**
@@ -22,6 +25,8 @@ export interface Provider {
   readonly expectedWorkdir: string | undefined;
   readonly persistent: boolean;
   readonly isolation: IsolationLevel;
+  /** Whether this backend can run MCP servers (before `open`; the session's `mcp` is the final word). */
+  readonly mcp: boolean;
   /** Creates or re-attaches the sandbox. */
   open(options: CallOptions): Promise<ProviderSession>;
   /** Releases the sandbox; a persistent backend keeps the files. Must tolerate a half-open state. */

@@ -23,6 +23,8 @@ export interface WorkspaceCapabilities {
   /** Files survive `close()` and a later workspace with the same identity re-attaches to them. */
   readonly persistent: boolean;
   readonly isolation: IsolationLevel;
+  /** MCP servers can be declared and used. */
+  readonly mcp: boolean;
   /** The sandbox operations available (natively or through core's fallbacks). */
   readonly sandbox: SandboxCapabilities;
 }

@@ -3,3 +3,5 @@ export type { LocalSandboxOptions } from './local-sandbox.js';
 export { LocalSandbox } from './local-sandbox.js';
 export type { LocalWorkspaceOptions } from './local-workspace.js';
 export { LocalWorkspace } from './local-workspace.js';
+export type { HostMcpConnectorOptions } from './mcp-host-connector.js';
+export { HostMcpConnector, usesSseTransport } from './mcp-host-connector.js';

@@ -10,6 +10,7 @@ import {
   WsError,
 } from '@ws/core';
 import { LocalSandbox, type LocalSandboxOptions } from './local-sandbox.js';
+import { HostMcpConnector } from './mcp-host-connector.js';
 
 /** Creates the host workdir on open; deletes it on destroy (never `/`, the home directory or the cwd). */
 export class LocalProvider implements Provider {
@@ -17,6 +18,7 @@ export class LocalProvider implements Provider {
   readonly description = 'local';
   readonly persistent = true;
   readonly isolation = 'none' as const;
+  readonly mcp = true;
   readonly expectedWorkdir: string;
   private sandbox: LocalSandbox | undefined;
 
@@ -34,7 +36,11 @@ export class LocalProvider implements Provider {
       });
     }
     this.sandbox = new LocalSandbox(this.options);
-    return { sandbox: this.sandbox, workdir: this.expectedWorkdir };
+    const mcp = new HostMcpConnector({
+      cwd: this.expectedWorkdir,
+      ...(this.options.env ? { env: this.options.env } : {}),
+    });
+    return { sandbox: this.sandbox, workdir: this.expectedWorkdir, mcp };
   }
 
   async close(): Promise<void> {

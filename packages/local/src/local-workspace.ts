@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { type SearchMode, WorkspaceEngine, WsError } from '@ws/core';
+import { type McpServerSpec, type SearchMode, WorkspaceEngine, WsError } from '@ws/core';
 import { LocalProvider } from './local-provider.js';
 
 /** Options of {@link LocalWorkspace}. */
@@ -18,6 +18,12 @@ export interface LocalWorkspaceOptions {
   searchMode?: SearchMode;
   /** Media types the model accepts; Read returns these as images or documents. */
   modelInputTypes?: readonly string[];
+  /** MCP servers every (agent, session) scope starts with; they run on the host. */
+  defaultMcps?: readonly McpServerSpec[];
+  /** Most live stateful MCP connections across scopes. Default: max(40, 2 × stateful defaults). */
+  maxLiveStatefulMcps?: number;
+  /** Host folders holding a SKILL.md, copied into `skills/.seed` when the seed is empty. */
+  skillPaths?: readonly string[];
 }
 
 /**
@@ -46,6 +52,11 @@ export class LocalWorkspace extends WorkspaceEngine {
       ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
       ...(options.searchMode !== undefined ? { searchMode: options.searchMode } : {}),
       ...(options.modelInputTypes !== undefined ? { modelInputTypes: options.modelInputTypes } : {}),
+      ...(options.defaultMcps !== undefined ? { defaultMcps: options.defaultMcps } : {}),
+      ...(options.maxLiveStatefulMcps !== undefined
+        ? { maxLiveStatefulMcps: options.maxLiveStatefulMcps }
+        : {}),
+      ...(options.skillPaths !== undefined ? { skillPaths: options.skillPaths } : {}),
     });
   }
 

@@ -10,10 +10,6 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 await registerConformanceSuite({
   name: 'local',
-  create: ({ workspaceId, searchMode }) =>
-    new LocalWorkspace({
-      workdir: join(base, workspaceId),
-      workspaceId,
-      ...(searchMode ? { searchMode } : {}),
-    }),
+  create: ({ workspaceId, ...options }) =>
+    new LocalWorkspace({ ...options, workdir: join(base, workspaceId), workspaceId }),
 });

@@ -1,0 +1,505 @@
+import type { CompleteSandbox, McpClient, McpServerSpec, SandboxProcess, Tool } from '@ws/core';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { errorText, okText, textOf } from '../fixtures.js';
+import { conformanceCase, expectWsError, sleep } from '../harness.js';
+import {
+  FIXTURE_DIR,
+  fixtureDir,
+  MEMORY_SERVER,
+  startHttpServer,
+  stdioSpec,
+  uploadMcpFixtures,
+} from '../mcp-fixtures.js';
+import type { AreaContext, WorkspaceUnderTest } from '../target.js';
+
+const toolNames = async (client: McpClient) => (await client.listTools()).map((tool) => tool.name).sort();
+const byName = async (client: McpClient) =>
+  Object.fromEntries((await client.listTools()).map((tool): [string, Tool] => [tool.name, tool]));
+
+/** MCP: stdio, HTTP and SSE servers, a published server, scoping, persistence, eviction and timeouts. */
+export function mcpArea(context: AreaContext): void {
+  describe('mcp', () => {
+    let workspace: WorkspaceUnderTest;
+    let sandbox: CompleteSandbox;
+    let workspaceId: string;
+    let servers: { testServer: string; memoryServer: string };
+    let http: { url: string; process: SandboxProcess } | undefined;
+    let unsupported: string | undefined;
+
+    beforeAll(async () => {
+      workspaceId = context.newId();
+      workspace = await context.create(workspaceId);
+      await workspace.initialize();
+      sandbox = workspace.getSandbox();
+      if (!workspace.capabilities.mcp) {
+        unsupported = `the ${workspace.capabilities.backend} workspace cannot run MCP servers here`;
+        console.warn(`[conformance] ${context.target.name}: MCP cases skipped: ${unsupported}`);
+        return;
+      }
+      servers = await uploadMcpFixtures(sandbox, workspace.workdir);
+      http = await startHttpServer(sandbox, servers.testServer, 'main');
+    }, context.caseTimeoutMs);
+
+    afterAll(async () => {
+      await http?.process.kill('SIGKILL').catch(() => {});
+      await workspace?.close();
+    }, context.caseTimeoutMs);
+
+    const mcpCase = (id: string, title: string, body: () => Promise<void>, timeoutMs?: number) =>
+      conformanceCase(
+        context,
+        id,
+        title,
+        async (test) => {
+          if (unsupported) test.skip(unsupported);
+          await body();
+        },
+        timeoutMs,
+      );
+
+    /** Another workspace (by id) with options, initialized, with the fixtures uploaded. */
+    const reopen = async (
+      options: { defaultMcps?: McpServerSpec[]; maxLiveStatefulMcps?: number } = {},
+      id = workspaceId,
+    ) => {
+      const other = await context.create(id, options);
+      await other.initialize();
+      await uploadMcpFixtures(other.getSandbox(), other.workdir);
+      return other;
+    };
+
+    conformanceCase(
+      context,
+      'mcp.unsupported',
+      'refuses declarations with CAPABILITY_UNSUPPORTED where MCP cannot run',
+      async (test) => {
+        if (!unsupported) test.skip(`the ${workspace.capabilities.backend} workspace runs MCP servers`);
+        expect(await workspace.listMcps()).toEqual([]);
+        await expectWsError(
+          () => workspace.addMcp(stdioSpec('probe'), { agentId: 'probe' }),
+          'CAPABILITY_UNSUPPORTED',
+        );
+        const withDefaults = await context.create(context.newId(), { defaultMcps: [stdioSpec('seed')] });
+        try {
+          await withDefaults.initialize();
+          await expectWsError(() => withDefaults.listMcps(), 'CAPABILITY_UNSUPPORTED');
+        } finally {
+          await withDefaults.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.stdio',
+      'connects a stdio server, lists mcp__<server>__<tool> tools and calls them',
+      async () => {
+        await workspace.addMcp(stdioSpec('local', { GREETING: 'hi "there"' }), { agentId: 'stdio' });
+        const [client] = await workspace.listMcps({ agentId: 'stdio' });
+        expect(client?.name).toBe('local');
+        expect(await toolNames(client!)).toEqual([
+          'mcp__local__add',
+          'mcp__local__counter',
+          'mcp__local__cwd',
+          'mcp__local__echo',
+          'mcp__local__env',
+          'mcp__local__fail',
+          'mcp__local__pid',
+          'mcp__local__pixel',
+          'mcp__local__sleep',
+        ]);
+        const tools = await byName(client!);
+        expect(tools.mcp__local__echo?.annotations.readOnlyHint).toBe(true);
+        expect(tools.mcp__local__add?.annotations.readOnlyHint).toBe(false);
+        expect(tools.mcp__local__add?.inputSchema).toMatchObject({ type: 'object', required: ['a', 'b'] });
+        expect(okText(await tools.mcp__local__echo!.call({ text: 'über "quoted"' }))).toBe('über "quoted"');
+        const sum = await tools.mcp__local__add!.call({ a: 2, b: 40 });
+        expect(okText(sum)).toBe('42');
+        expect(sum.metadata).toEqual({ structuredContent: { sum: 42 } });
+        expect(okText(await tools.mcp__local__env!.call({ name: 'GREETING' }))).toBe('hi "there"');
+        expect(okText(await tools.mcp__local__cwd!.call({}))).toBe(workspace.workdir);
+        expect((await tools.mcp__local__pixel!.call({})).content[0]).toMatchObject({
+          type: 'image',
+          mimeType: 'image/png',
+        });
+        expect(errorText(await tools.mcp__local__fail!.call({}))).toBe('failed on purpose');
+        expect(okText(await client!.callTool('counter', {}))).toBe('1');
+        expect(okText(await client!.callTool('counter', {}))).toBe('2');
+      },
+    );
+
+    mcpCase(
+      'mcp.http',
+      'connects a streamable HTTP server and an SSE server (URL ending in /sse)',
+      async () => {
+        await workspace.addMcp(
+          {
+            name: 'remote',
+            transport: { type: 'http', url: `${http!.url}/mcp`, headers: { 'x-test': '1' } },
+          },
+          { agentId: 'http' },
+        );
+        await workspace.addMcp(
+          { name: 'legacy', transport: { type: 'http', url: `${http!.url}/sse` }, stateful: true },
+          { agentId: 'http' },
+        );
+        const clients = await workspace.listMcps({ agentId: 'http' });
+        expect(clients.map((client) => client.name)).toEqual(['remote', 'legacy']);
+        for (const client of clients) {
+          expect(okText(await client.callTool('echo', { text: `via ${client.name}` }))).toBe(
+            `via ${client.name}`,
+          );
+          const tools = await byName(client);
+          expect(okText(await tools[`mcp__${client.name}__add`]!.call({ a: 1, b: 2 }))).toBe('3');
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.published-server',
+      'runs the published @modelcontextprotocol/server-memory from npm',
+      async () => {
+        // The server resolves a relative MEMORY_FILE_PATH against its own folder.
+        const memoryFile = `${fixtureDir(workspace.workdir)}/memory.jsonl`;
+        await workspace.addMcp(
+          {
+            name: 'memory',
+            transport: {
+              type: 'stdio',
+              command: 'node',
+              args: [MEMORY_SERVER],
+              env: { MEMORY_FILE_PATH: 'memory.jsonl' },
+            },
+          },
+          { agentId: 'published' },
+        );
+        const [memory] = await workspace.listMcps({ agentId: 'published' });
+        const tools = await byName(memory!);
+        expect(Object.keys(tools)).toEqual(
+          expect.arrayContaining([
+            'mcp__memory__create_entities',
+            'mcp__memory__read_graph',
+            'mcp__memory__search_nodes',
+          ]),
+        );
+        okText(
+          await tools.mcp__memory__create_entities!.call({
+            entities: [{ name: 'Workspace', entityType: 'project', observations: ['runs agents'] }],
+          }),
+        );
+        expect(okText(await tools.mcp__memory__read_graph!.call({}))).toContain('runs agents');
+        expect(await sandbox.exists(memoryFile)).toBe(true);
+      },
+    );
+
+    mcpCase(
+      'mcp.scopes',
+      'gives each (agent, session) scope its own instances of the defaults, and no .mcp until one diverges',
+      async () => {
+        const id = context.newId();
+        const scoped = await reopen({ defaultMcps: [stdioSpec('shared')] }, id);
+        try {
+          const pidOf = async (agentId: string, sessionId: string) =>
+            textOf(await (await scoped.listMcps({ agentId, sessionId }))[0]!.callTool('pid', {}));
+          const a = await pidOf('a', 's1');
+          expect(await pidOf('a', 's1')).toBe(a);
+          const b = await pidOf('b', 's1');
+          const c = await pidOf('a', 's2');
+          expect(new Set([a, b, c]).size).toBe(3);
+          expect(await scoped.getSandbox().exists(`${scoped.workdir}/.mcp`)).toBe(false);
+        } finally {
+          await scoped.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.add-remove',
+      'adds and removes per scope, refuses duplicates within a scope, and persists .mcp v2',
+      async () => {
+        const id = context.newId();
+        const seed = stdioSpec('seed');
+        const scoped = await reopen({ defaultMcps: [seed] }, id);
+        try {
+          await scoped.addMcp(stdioSpec('extra'), { agentId: 'A', sessionId: 's1' });
+          expect(
+            (await scoped.listMcps({ agentId: 'A', sessionId: 's1' })).map((client) => client.name),
+          ).toEqual(['seed', 'extra']);
+          expect(
+            (await scoped.listMcps({ agentId: 'B', sessionId: 's1' })).map((client) => client.name),
+          ).toEqual(['seed']);
+          await expectWsError(
+            () => scoped.addMcp(stdioSpec('extra'), { agentId: 'A', sessionId: 's1' }),
+            'CONFLICT',
+          );
+          await scoped.addMcp(stdioSpec('extra'), { agentId: 'B', sessionId: 's1' });
+          await scoped.removeMcp('not-there', { agentId: 'A', sessionId: 's1' });
+          await scoped.removeMcp('extra', { agentId: 'B', sessionId: 's1' });
+          if (scoped.capabilities.persistent) {
+            const file = JSON.parse(
+              new TextDecoder().decode(await scoped.getSandbox().readFile(`${scoped.workdir}/.mcp`)),
+            );
+            expect(file.version).toBe(2);
+            expect(Object.keys(file.mcps).sort()).toEqual(['A', 'B']);
+            expect(file.mcps.A.s1.map((entry: { name: string }) => entry.name)).toEqual(['seed', 'extra']);
+            expect(file.mcps.A.s1[1]).toEqual({
+              name: 'extra',
+              is_stateful: true,
+              mcp_config: {
+                type: 'stdio_mcp',
+                command: 'node',
+                args: [`${FIXTURE_DIR}/mcp-test-server.mjs`],
+                env: {},
+                cwd: null,
+                encoding_error_handler: 'strict',
+              },
+              enable_tools: null,
+              disable_tools: null,
+              execution_timeout: null,
+            });
+            expect(file.mcps.B.s1.map((entry: { name: string }) => entry.name)).toEqual(['seed']);
+          }
+        } finally {
+          await scoped.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.empty-persists',
+      'an emptied scope stays empty after a restart while others keep the defaults',
+      async () => {
+        const id = context.newId();
+        const defaults = [stdioSpec('seed')];
+        const first = await reopen({ defaultMcps: defaults }, id);
+        await first.removeMcp('seed', { agentId: 'quiet' });
+        expect(await first.listMcps({ agentId: 'quiet' })).toEqual([]);
+        const persistent = first.capabilities.persistent;
+        await first.close();
+        if (!persistent) return;
+        const second = await reopen({ defaultMcps: defaults }, id);
+        try {
+          expect(await second.listMcps({ agentId: 'quiet' })).toEqual([]);
+          expect((await second.listMcps({ agentId: 'loud' })).map((client) => client.name)).toEqual(['seed']);
+        } finally {
+          await second.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.restore-tolerant',
+      'starts with a corrupt or partly invalid .mcp, keeping the valid entries',
+      async () => {
+        const id = context.newId();
+        const setup = await reopen({}, id);
+        const file = `${setup.workdir}/.mcp`;
+        await setup.getSandbox().writeFile(file, '{ not json');
+        await setup.close();
+        const corrupt = await reopen({ defaultMcps: [stdioSpec('seed')] }, id);
+        try {
+          expect((await corrupt.listMcps({ agentId: 'any' })).map((client) => client.name)).toEqual(['seed']);
+          const args = [`${FIXTURE_DIR}/mcp-test-server.mjs`];
+          const good = {
+            name: 'good',
+            is_stateful: true,
+            mcp_config: { type: 'stdio_mcp', command: 'node', args },
+          };
+          const bad = {
+            name: 'bad',
+            is_stateful: false,
+            mcp_config: { type: 'stdio_mcp', command: 'node', args },
+          };
+          await corrupt.getSandbox().writeFile(file, JSON.stringify([bad, good, { name: 'bad name!' }]));
+        } finally {
+          await corrupt.close();
+        }
+        if (!setup.capabilities.persistent) return;
+        const legacy = await reopen({}, id);
+        try {
+          expect((await legacy.listMcps()).map((client) => client.name)).toEqual(['good']);
+          expect(legacy.warnings?.length).toBeGreaterThan(0);
+        } finally {
+          await legacy.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.reset-and-purge',
+      'reset deletes .mcp; purgeSession drops the scope and its session folder',
+      async () => {
+        const id = context.newId();
+        const scoped = await reopen({ defaultMcps: [stdioSpec('seed')] }, id);
+        try {
+          await scoped.removeMcp('seed', { agentId: 'A', sessionId: 's' });
+          await scoped.offloadContext('s', [{ note: 1 }]);
+          await scoped.purgeSession({ agentId: 'A', sessionId: 's' });
+          expect(await scoped.getSandbox().exists(`${scoped.workdir}/sessions/s`)).toBe(false);
+          expect(
+            (await scoped.listMcps({ agentId: 'A', sessionId: 's' })).map((client) => client.name),
+          ).toEqual(['seed']);
+          await scoped.removeMcp('seed', { agentId: 'B' });
+          await scoped.reset();
+          expect(await scoped.getSandbox().exists(`${scoped.workdir}/.mcp`)).toBe(false);
+          expect((await scoped.listMcps({ agentId: 'B' })).map((client) => client.name)).toEqual(['seed']);
+        } finally {
+          await scoped.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.capacity',
+      'caps live stateful clients by evicting other scopes, never the caller, and reconnects on use',
+      async () => {
+        const id = context.newId();
+        const log = `${FIXTURE_DIR}/starts.log`;
+        const defaults = [stdioSpec('one', { WS_MCP_LOG: log }), stdioSpec('two', { WS_MCP_LOG: log })];
+        const capped = await reopen({ defaultMcps: defaults, maxLiveStatefulMcps: 2 }, id);
+        const starts = async () =>
+          new TextDecoder()
+            .decode(await capped.getSandbox().readFile(`${capped.workdir}/${log}`))
+            .trim()
+            .split('\n').length;
+        try {
+          const a = await capped.listMcps({ agentId: 'A' });
+          expect(a).toHaveLength(2);
+          expect(await starts()).toBe(2);
+          expect(await capped.listMcps({ agentId: 'B' })).toHaveLength(2);
+          expect(await starts()).toBe(4);
+          expect(await capped.listMcps({ agentId: 'A' })).toHaveLength(2);
+          expect(await starts()).toBe(6);
+          // B's clients were evicted; using one reopens it (evicting one of A's).
+          const [b1] = await capped.listMcps({ agentId: 'B' });
+          expect(await starts()).toBe(8);
+          expect(okText(await b1!.callTool('echo', { text: 'still works' }))).toBe('still works');
+          expect(okText(await a[0]!.callTool('echo', { text: 'A too' }))).toBe('A too');
+        } finally {
+          await capped.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.filters-and-errors',
+      'applies enableTools/disableTools and refuses invalid specs',
+      async () => {
+        await workspace.addMcp(stdioSpec('filtered', {}, { enableTools: ['echo', 'add'] }), {
+          agentId: 'filters',
+        });
+        await workspace.addMcp(stdioSpec('hidden', {}, { disableTools: ['fail'] }), { agentId: 'filters' });
+        const [filtered, hidden] = await workspace.listMcps({ agentId: 'filters' });
+        expect(await toolNames(filtered!)).toEqual(['mcp__filtered__add', 'mcp__filtered__echo']);
+        expect(await toolNames(hidden!)).not.toContain('mcp__hidden__fail');
+        await expectWsError(() => filtered!.callTool('pid', {}), 'NOT_FOUND');
+        const bad: McpServerSpec[] = [
+          stdioSpec('bad name'),
+          stdioSpec('x', {}, { stateful: false }),
+          stdioSpec('y', {}, { enableTools: ['a'], disableTools: ['a'] }),
+          { name: 'z', transport: { type: 'http', url: 'ftp://example.com' } },
+          stdioSpec('t', {}, { executionTimeoutMs: -1 }),
+        ];
+        for (const spec of bad)
+          await expectWsError(() => workspace.addMcp(spec, { agentId: 'filters' }), 'INVALID_ARGUMENT');
+        await expectWsError(() => workspace.listMcps({ agentId: '../x' }), 'INVALID_ARGUMENT');
+        await expectWsError(
+          () => workspace.addMcp(stdioSpec('ok'), { sessionId: 'a/b' }),
+          'INVALID_ARGUMENT',
+        );
+        await expectWsError(
+          () =>
+            workspace.addMcp(
+              { name: 'broken', transport: { type: 'stdio', command: 'ws-no-such-mcp-server' } },
+              { agentId: 'filters' },
+            ),
+          'BACKEND_UNAVAILABLE',
+        );
+        expect((await workspace.listMcps({ agentId: 'filters' })).map((client) => client.name)).toEqual([
+          'filtered',
+          'hidden',
+        ]);
+      },
+    );
+
+    mcpCase(
+      'mcp.broken-default',
+      'leaves a default that cannot start out of the list without failing the others',
+      async () => {
+        const id = context.newId();
+        const scoped = await reopen(
+          {
+            defaultMcps: [
+              { name: 'broken', transport: { type: 'stdio', command: 'ws-no-such-mcp-server' } },
+              stdioSpec('fine'),
+            ],
+          },
+          id,
+        );
+        try {
+          expect((await scoped.listMcps()).map((client) => client.name)).toEqual(['fine']);
+          expect(scoped.warnings?.some((warning) => warning.includes('broken'))).toBe(true);
+        } finally {
+          await scoped.close();
+        }
+      },
+    );
+
+    mcpCase(
+      'mcp.own-timeout',
+      'gives each call its own timeout: a short one fails, a long call succeeds when its timeout allows',
+      async () => {
+        await workspace.addMcp(stdioSpec('quick', {}, { executionTimeoutMs: 300 }), { agentId: 'timeouts' });
+        await workspace.addMcp(stdioSpec('patient'), { agentId: 'timeouts' });
+        const [quick, patient] = await workspace.listMcps({ agentId: 'timeouts' });
+        const quickTools = await byName(quick!);
+        expect(errorText(await quickTools.mcp__quick__sleep!.call({ ms: 3_000 }))).toMatch(
+          /within 300 ms|timed out/,
+        );
+        const started = Date.now();
+        expect(okText(await patient!.callTool('sleep', { ms: context.longMcpCallMs }))).toBe(
+          `slept ${context.longMcpCallMs}`,
+        );
+        expect(Date.now() - started).toBeGreaterThanOrEqual(context.longMcpCallMs - 50);
+      },
+      context.longMcpCallMs + 60_000,
+    );
+
+    mcpCase('mcp.abort', 'aborts a running tool call', async () => {
+      await workspace.addMcp(stdioSpec('abortable'), { agentId: 'abort' });
+      const [client] = await workspace.listMcps({ agentId: 'abort' });
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(), 200);
+      await expectWsError(
+        () => client!.callTool('sleep', { ms: 20_000 }, { signal: controller.signal }),
+        'ABORTED',
+      );
+      expect(okText(await client!.callTool('echo', { text: 'alive' }))).toBe('alive');
+    });
+
+    mcpCase('mcp.close-stops-servers', 'close stops the stdio servers the workspace started', async () => {
+      const id = context.newId();
+      const heartbeat = `${FIXTURE_DIR}/heartbeat`;
+      const scoped = await reopen(
+        { defaultMcps: [stdioSpec('beating', { WS_MCP_HEARTBEAT: heartbeat })] },
+        id,
+      );
+      expect(await scoped.listMcps()).toHaveLength(1);
+      await scoped.close();
+      await expectWsError(() => scoped.listMcps(), 'DISPOSED');
+      if (!scoped.capabilities.persistent) return;
+      // Look through a second workspace on the same files: the beat must have stopped.
+      const watcher = await context.create(id);
+      try {
+        await watcher.initialize();
+        const read = async () =>
+          new TextDecoder().decode(await watcher.getSandbox().readFile(`${watcher.workdir}/${heartbeat}`));
+        await sleep(400);
+        const before = await read();
+        await sleep(500);
+        expect(await read()).toBe(before);
+      } finally {
+        await watcher.close();
+      }
+    });
+  });
+}
