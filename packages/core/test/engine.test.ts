@@ -75,7 +75,15 @@ describe('WorkspaceEngine lifecycle', () => {
     await Promise.all([engine.initialize(), engine.initialize(), engine.initialize()]);
     expect(provider.opens).toBe(1);
     // Start-up costs two commands on a backend without natives: the layout, and one listing of skills/.
-    expect(provider.commands[0]).toEqual(['mkdir', '-p', '--', '/work', '/work/data', '/work/skills/.seed', '/work/sessions']);
+    expect(provider.commands[0]).toEqual([
+      'mkdir',
+      '-p',
+      '--',
+      '/work',
+      '/work/data',
+      '/work/skills/.seed',
+      '/work/sessions',
+    ]);
     expect(provider.commands).toHaveLength(2);
   });
 
