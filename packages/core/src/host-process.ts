@@ -281,20 +281,36 @@ export async function runHostCommand(
   }
 }
 
+/**
+ * Waits for the output pipes to close after the process exited. They normally close at once; when a
+ * background grandchild still holds them, the wait ends once no output came for a while.
+ */
 async function drainAfterExit(child: ChildProcess, readers: StreamReader[]): Promise<void> {
-  for (;;) {
-    if (readers.every((reader) => reader.ended)) return;
-    await new Promise((resolve) => setTimeout(resolve, PIPE_IDLE_AFTER_EXIT_MS / 4));
-    const idle = readers.every(
-      (reader) =>
-        reader.ended || (!reader.paused && Date.now() - reader.lastActivity >= PIPE_IDLE_AFTER_EXIT_MS),
-    );
-    if (idle) {
-      child.stdout?.destroy();
-      child.stderr?.destroy();
-      return;
-    }
-  }
+  if (readers.every((reader) => reader.ended)) return;
+  let timer: NodeJS.Timeout | undefined;
+  const closed = new Promise<void>((resolve) => {
+    const check = () => {
+      if (readers.every((reader) => reader.ended)) resolve();
+    };
+    child.stdout?.once('close', check);
+    child.stderr?.once('close', check);
+  });
+  const idle = new Promise<void>((resolve) => {
+    const poll = () => {
+      const quiet = readers.every(
+        (reader) =>
+          reader.ended || (!reader.paused && Date.now() - reader.lastActivity >= PIPE_IDLE_AFTER_EXIT_MS),
+      );
+      if (quiet) {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve();
+      } else timer = setTimeout(poll, PIPE_IDLE_AFTER_EXIT_MS / 4);
+    };
+    timer = setTimeout(poll, PIPE_IDLE_AFTER_EXIT_MS / 4);
+  });
+  await Promise.race([closed, idle]);
+  if (timer) clearTimeout(timer);
 }
 
 async function spawnFailure(command: string, cwd: string, error: NodeJS.ErrnoException): Promise<ExecResult> {

@@ -5,6 +5,23 @@ export type { WsErrorCode, WsErrorOptions } from './errors.js';
 export { abortError, fromErrno, isWsError, throwIfAborted, WsError } from './errors.js';
 export type { ExecResultInit } from './exec-result.js';
 export { createExecResult, decodeUtf8, encodeUtf8, normalizeInput, OutputCollector } from './exec-result.js';
+export type { GatewayChannel, GatewayRequestOptions } from './gateway/client.js';
+export { errorFromResponse, GatewayClient, isConnectionFailure, readText } from './gateway/client.js';
+export type { GatewaySandboxOptions } from './gateway/gateway-sandbox.js';
+export { GatewayMcpConnector, GatewaySandbox } from './gateway/gateway-sandbox.js';
+export { GATEWAY_MIN_NODE_MAJOR, installGateway, probeNode, readGatewayAsset } from './gateway/install.js';
+export type { GatewayLauncher, LaunchedGateway } from './gateway/link.js';
+export { GATEWAY_START_TIMEOUT_MS, GatewayLink } from './gateway/link.js';
+export type {
+  GatewayErrorBody,
+  GatewayExecFrame,
+  GatewayExecRequest,
+  GatewayFileOp,
+  GatewayHealth,
+  GatewayMcpCall,
+  GatewayMcpConnect,
+} from './gateway/protocol.js';
+export { GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
 export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './host-process.js';
 export { assertArgv, killGroup, runHostCommand, spawnHostProcess } from './host-process.js';
 export { generateId, isValidId, MAX_ID_BYTES, validateId } from './ids.js';
@@ -109,6 +126,7 @@ export {
 } from './tools/read-tool.js';
 export type { SearchMode } from './tools/search-tools.js';
 export { SearchTools } from './tools/search-tools.js';
+export { sha256Hex } from './tools/text.js';
 export type { WriteInput } from './tools/write-tool.js';
 export type {
   CallOptions,

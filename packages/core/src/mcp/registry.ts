@@ -325,7 +325,19 @@ export class McpRegistry {
       }
       return current;
     });
-    return work(session);
+    try {
+      return await work(session);
+    } catch (error) {
+      // A connection lost with its server (or the gateway holding it) is dropped and reopened on the next use.
+      if (isWsError(error, 'BACKEND_UNAVAILABLE')) {
+        await this.serialize(async () => {
+          const live = this.live.get(scope.key);
+          if (live?.get(spec.name) === session) live.delete(spec.name);
+        });
+        await session.close().catch(() => {});
+      }
+      throw error;
+    }
   }
 }
 

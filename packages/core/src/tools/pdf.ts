@@ -59,9 +59,9 @@ export async function pdfSlice(data: Uint8Array, first: number, last: number): P
 async function openPdf(data: Uint8Array) {
   const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
   try {
-    // pdf.js takes ownership of the buffer it is given; hand it a copy.
+    // pdf.js takes ownership of the buffer it is given and refuses Buffers: hand it a plain copy.
     return await pdfjs.getDocument({
-      data: data.slice(),
+      data: new Uint8Array(data),
       isEvalSupported: false,
       disableFontFace: true,
       useSystemFonts: false,

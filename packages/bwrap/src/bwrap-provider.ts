@@ -1,0 +1,277 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, existsSync } from 'node:fs';
+import { chmod, lstat, mkdir, mkdtemp, open, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { homedir, tmpdir } from 'node:os';
+import { join, resolve, sep } from 'node:path';
+import {
+  type CallOptions,
+  completeSandbox,
+  type GatewayLauncher,
+  GatewayLink,
+  GatewayMcpConnector,
+  GatewaySandbox,
+  type LaunchedGateway,
+  type Provider,
+  type ProviderSession,
+  probeNode,
+  readGatewayAsset,
+  sha256Hex,
+  spawnHostProcess,
+  throwIfAborted,
+  WsError,
+} from '@ws/core';
+import {
+  type BwrapMounts,
+  BwrapSandbox,
+  checkSandboxPath,
+  environmentArguments,
+  mountArguments,
+  SANDBOX_WORKDIR,
+} from './bwrap-sandbox.js';
+
+/** Options of {@link BwrapProvider}. */
+export interface BwrapProviderOptions {
+  /** Host directory bound at /workspace; persistent. Without one, a private temporary directory is used and removed on close. */
+  hostWorkdir?: string | undefined;
+  /** Host directory for the gateway bundle. Default: `$XDG_CACHE_HOME/ws/bwrap` (or `~/.cache/ws/bwrap`). */
+  hostCacheDir?: string | undefined;
+  /** Variables for every command (the fixed base, HOME, PATH, TMPDIR…, wins over them). */
+  env?: Readonly<Record<string, string>> | undefined;
+  /** Share the host network. Default: true. */
+  shareNet?: boolean | undefined;
+  /** Extra host paths bound read-only at the same place. */
+  readOnlyPaths?: readonly string[] | undefined;
+  /** The bwrap executable. Default: `bwrap` on PATH. */
+  bwrapPath?: string | undefined;
+  /** Start the gateway (MCP servers inside the sandbox, fast file operations) when the sandbox has node. Default: true. */
+  gateway?: boolean | undefined;
+}
+
+const GATEWAY_HOME = '/ws/gateway';
+const GATEWAY_RUN = '/ws/run';
+const LOG_TAIL_BYTES = 4_096;
+
+function defaultCacheDir(): string {
+  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
+  return join(base, 'ws', 'bwrap');
+}
+
+/** Creates a directory with mode 0700 (and its parents). */
+async function privateDir(path: string): Promise<void> {
+  await mkdir(path, { recursive: true, mode: 0o700 });
+  const info = await lstat(path);
+  if (info.isSymbolicLink() || !info.isDirectory())
+    throw new WsError('INVALID_ARGUMENT', `${path} must be a directory, not a link`);
+  await chmod(path, 0o700);
+}
+
+/** bwrap runs here and can build a sandbox (user namespaces allowed), or the reason it cannot. */
+export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
+  if (process.platform !== 'linux') return `bubblewrap needs Linux, this is ${process.platform}`;
+  const version = spawnSync(bwrapPath, ['--version'], { encoding: 'utf8' });
+  if (version.error || version.status !== 0)
+    return `${bwrapPath} is not installed (apt-get install bubblewrap)`;
+  const probe = spawnSync(
+    bwrapPath,
+    [
+      '--die-with-parent',
+      '--new-session',
+      '--unshare-all',
+      '--ro-bind',
+      '/',
+      '/',
+      '--proc',
+      '/proc',
+      '--dev',
+      '/dev',
+      '--',
+      'true',
+    ],
+    {
+      encoding: 'utf8',
+      timeout: 5_000,
+    },
+  );
+  if (probe.status !== 0)
+    return `${bwrapPath} cannot create a sandbox here: ${(probe.stderr || probe.error?.message || '').trim()}`;
+  return undefined;
+}
+
+/**
+ * Sets up the host directories (workdir, private /tmp, the gateway's runtime directory), checks that
+ * bubblewrap works, and starts the gateway in its own bwrap when the sandbox has node.
+ */
+export class BwrapProvider implements Provider {
+  readonly backend = 'bwrap';
+  readonly description = 'bubblewrap-sandboxed';
+  readonly expectedWorkdir = SANDBOX_WORKDIR;
+  readonly isolation = 'namespace' as const;
+  readonly mcp = true;
+  readonly persistent: boolean;
+  /** The host directory bound at /workspace, once open. */
+  hostWorkdir: string | undefined;
+  private owned: string[] = [];
+  private sandbox: BwrapSandbox | undefined;
+  private link: GatewayLink | undefined;
+  /** Milliseconds the gateway took to install and answer its first health check, at the last open. */
+  gatewayStartMs: number | undefined;
+
+  constructor(private readonly options: BwrapProviderOptions) {
+    this.persistent = options.hostWorkdir !== undefined;
+  }
+
+  async open(options: CallOptions): Promise<ProviderSession> {
+    throwIfAborted(options.signal);
+    const bwrapPath = this.options.bwrapPath ?? 'bwrap';
+    const problem = bubblewrapProblem(bwrapPath);
+    if (problem) throw new WsError('BACKEND_UNAVAILABLE', problem);
+    this.owned = [];
+    if (this.options.hostWorkdir !== undefined) {
+      this.hostWorkdir = resolve(this.options.hostWorkdir);
+      await privateDir(this.hostWorkdir);
+    } else {
+      this.hostWorkdir = await mkdtemp(join(tmpdir(), 'ws-bwrap-workdir-'));
+      this.owned.push(this.hostWorkdir);
+    }
+    const hostTmp = await mkdtemp(join(tmpdir(), 'ws-bwrap-tmp-'));
+    this.owned.push(hostTmp);
+    const mounts: BwrapMounts = {
+      hostWorkdir: this.hostWorkdir,
+      hostTmp,
+      shareNet: this.options.shareNet ?? true,
+      readOnlyPaths: [...(this.options.readOnlyPaths ?? [])],
+    };
+    const sandbox = new BwrapSandbox(mounts, this.options.env ?? {}, bwrapPath);
+    this.sandbox = sandbox;
+    // Without a gateway, files go through commands (confined to /workspace and /tmp) and MCP is unavailable.
+    if (this.options.gateway === false) return { sandbox, workdir: SANDBOX_WORKDIR };
+    const node = await probeNode(completeSandbox(sandbox), options);
+    if (!node) return { sandbox, workdir: SANDBOX_WORKDIR };
+    const started = performance.now();
+    const launcher = await this.launcher(mounts, node.path, bwrapPath);
+    const link = new GatewayLink(launcher);
+    this.link = link;
+    await link.start(options);
+    this.gatewayStartMs = performance.now() - started;
+    return {
+      sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: false, checkPath: checkSandboxPath }),
+      workdir: SANDBOX_WORKDIR,
+      mcp: new GatewayMcpConnector(link),
+    };
+  }
+
+  private async launcher(mounts: BwrapMounts, node: string, bwrapPath: string): Promise<GatewayLauncher> {
+    const workdir = this.hostWorkdir!;
+    const cacheDir = resolve(this.options.hostCacheDir ?? defaultCacheDir());
+    const realWorkdir = await realpath(workdir);
+    const realCache = existsSync(cacheDir) ? await realpath(cacheDir) : cacheDir;
+    if (
+      realCache === realWorkdir ||
+      realCache.startsWith(realWorkdir + sep) ||
+      realWorkdir.startsWith(realCache + sep)
+    ) {
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `The cache directory ${cacheDir} must not overlap the workdir ${workdir}`,
+      );
+    }
+    const home = join(cacheDir, 'gateway');
+    await privateDir(home);
+    const bundle = await readGatewayAsset(import.meta.url);
+    const name = `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`;
+    if (!existsSync(join(home, name))) {
+      const temporary = join(home, `${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+      await writeFile(temporary, bundle, { mode: 0o644 });
+      await rename(temporary, join(home, name));
+    }
+    const run = await mkdtemp(join(tmpdir(), 'ws-bwrap-run-'));
+    await chmod(run, 0o700);
+    this.owned.push(run);
+    const log = join(run, 'gateway.log');
+    return {
+      launch: async ({ token, nonce }) => {
+        const tokenFile = join(run, `token-${randomBytes(6).toString('hex')}`);
+        await writeFile(tokenFile, token, { mode: 0o600 });
+        const socket = join(run, 'gateway.sock');
+        await rm(socket, { force: true });
+        const argv = [
+          bwrapPath,
+          ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', run, GATEWAY_RUN]),
+          ...environmentArguments(this.options.env ?? {}, SANDBOX_WORKDIR),
+          '--chdir',
+          SANDBOX_WORKDIR,
+          '--',
+          node,
+          `${GATEWAY_HOME}/${name}`,
+          '--socket',
+          `${GATEWAY_RUN}/gateway.sock`,
+          '--token-file',
+          `${GATEWAY_RUN}/${tokenFile.slice(run.length + 1)}`,
+          '--nonce',
+          nonce,
+          '--workdir',
+          SANDBOX_WORKDIR,
+          '--allow',
+          SANDBOX_WORKDIR,
+          '--allow',
+          '/tmp',
+        ];
+        const gateway = await spawnHostProcess(argv, {
+          cwd: workdir,
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+        });
+        const output = createWriteStream(log, { flags: 'a' });
+        const copy = async (stream: AsyncIterable<Uint8Array>) => {
+          for await (const chunk of stream) output.write(chunk);
+        };
+        const copied = Promise.all([copy(gateway.stdout), copy(gateway.stderr)]).catch(() => {});
+        const launched: LaunchedGateway = {
+          channel: { kind: 'unix', socketPath: socket },
+          exited: gateway.exited,
+          stop: async () => {
+            await gateway[Symbol.asyncDispose]();
+            await copied;
+            output.end();
+          },
+        };
+        return launched;
+      },
+      logTail: async () => {
+        const handle = await open(log, 'r').catch(() => undefined);
+        if (!handle) return '';
+        try {
+          const { size } = await handle.stat();
+          const length = Math.min(size, LOG_TAIL_BYTES);
+          const buffer = Buffer.alloc(length);
+          await handle.read(buffer, 0, length, size - length);
+          return buffer.toString('utf8');
+        } finally {
+          await handle.close();
+        }
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    const link = this.link;
+    this.link = undefined;
+    await link?.stop().catch(() => {});
+    await this.sandbox?.dispose();
+    this.sandbox = undefined;
+    for (const path of this.owned.splice(0)) await rm(path, { recursive: true, force: true }).catch(() => {});
+  }
+
+  async destroy(): Promise<void> {
+    const workdir = this.options.hostWorkdir === undefined ? undefined : resolve(this.options.hostWorkdir);
+    if (!workdir) return;
+    const cwd = resolve(process.cwd());
+    if (workdir === '/' || workdir === homedir() || workdir === cwd || cwd.startsWith(workdir + sep)) {
+      throw new WsError(
+        'PERMISSION_DENIED',
+        `Refusing to delete ${workdir}: it is the root, the home directory or holds the current directory`,
+      );
+    }
+    await rm(workdir, { recursive: true, force: true });
+  }
+}

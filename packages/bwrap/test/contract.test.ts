@@ -1,0 +1,39 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { registerConformanceSuite } from '@ws/contract-tests';
+import { afterAll } from 'vitest';
+import { BubblewrapWorkspace, bubblewrapProblem } from '../src/index.js';
+
+const base = mkdtempSync(join(tmpdir(), 'ws-bwrap-conformance-'));
+const cache = mkdtempSync(join(tmpdir(), 'ws-bwrap-cache-'));
+afterAll(() => {
+  rmSync(base, { recursive: true, force: true });
+  rmSync(cache, { recursive: true, force: true });
+});
+
+await registerConformanceSuite({
+  name: 'bwrap',
+  skipReason: () => bubblewrapProblem(),
+  create: ({ workspaceId, ...options }) =>
+    new BubblewrapWorkspace({
+      ...options,
+      hostWorkdir: join(base, workspaceId),
+      hostCacheDir: cache,
+      workspaceId,
+    }),
+});
+
+// The same suite with no gateway (as in a sandbox without node): files through commands, no MCP.
+await registerConformanceSuite({
+  name: 'bwrap (no gateway)',
+  skipReason: () => bubblewrapProblem(),
+  create: ({ workspaceId, ...options }) =>
+    new BubblewrapWorkspace({
+      ...options,
+      hostWorkdir: join(base, `bare-${workspaceId}`),
+      hostCacheDir: cache,
+      workspaceId,
+      gateway: false,
+    }),
+});

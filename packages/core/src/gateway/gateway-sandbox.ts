@@ -1,0 +1,376 @@
+import type { IncomingMessage } from 'node:http';
+import { abortError, throwIfAborted, WsError } from '../errors.js';
+import { createExecResult, normalizeInput, OutputCollector } from '../exec-result.js';
+import { assertArgv } from '../host-process.js';
+import type { McpCallOptions, McpConnector, McpScopeKey, McpSession, McpToolInfo } from '../mcp/connector.js';
+import type { McpServerSpec } from '../mcp.js';
+import { resolveSandboxPath } from '../paths.js';
+import { completeSandbox } from '../posix-fallbacks.js';
+import {
+  type CompleteSandbox,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type DirEntry,
+  type ExecOptions,
+  type ExecResult,
+  type FileOptions,
+  type FileStat,
+  type MkdirOptions,
+  type ReadStreamOptions,
+  type RemoveOptions,
+  type Sandbox,
+  type SandboxCapabilities,
+  type SandboxProcess,
+  type SpawnOptions,
+  type WriteOptions,
+} from '../sandbox.js';
+import { collectBytes } from '../streams.js';
+import type { ToolResult } from '../tool.js';
+import { errorFromResponse, type GatewayClient, isConnectionFailure, readText } from './client.js';
+import type { GatewayLink } from './link.js';
+import type { GatewayExecFrame, GatewayExecRequest, GatewayFileOp } from './protocol.js';
+
+/** Options of {@link GatewaySandbox}. */
+export interface GatewaySandboxOptions {
+  /** The backend's own sandbox, used whenever the gateway is not up. */
+  direct: Sandbox;
+  link: GatewayLink;
+  /** Run commands through the gateway too (worth it where the backend's own exec is slow). */
+  routeExec: boolean;
+  /** Refuses paths this backend must not touch (throws a WsError); runs before every file operation. */
+  checkPath?: (absolutePath: string) => void;
+}
+
+// After a launch fails, file and command calls use the direct path for this long before trying again.
+const RELAUNCH_BACKOFF_MS = 30_000;
+
+/**
+ * A sandbox whose file operations (and, if asked, commands) go through the in-sandbox gateway while it
+ * is up, and through the backend's own sandbox otherwise. A gateway that stopped answering is
+ * relaunched on a later call.
+ */
+export class GatewaySandbox implements Sandbox {
+  readonly capabilities: SandboxCapabilities;
+  private readonly fallback: CompleteSandbox;
+  private lastFailedStart = 0;
+
+  constructor(private readonly options: GatewaySandboxOptions) {
+    this.fallback = completeSandbox(options.direct);
+    this.capabilities = {
+      stat: true,
+      list: true,
+      remove: true,
+      mkdir: true,
+      rename: true,
+      readStream: true,
+      writeStream: true,
+      spawn: this.fallback.capabilities.spawn,
+    };
+  }
+
+  get backend(): string {
+    return this.options.direct.backend;
+  }
+
+  get workdir(): string {
+    return this.options.direct.workdir;
+  }
+
+  private async gateway(): Promise<GatewayClient | undefined> {
+    const { link } = this.options;
+    if (link.client) return link.client;
+    if (Date.now() - this.lastFailedStart < RELAUNCH_BACKOFF_MS) return undefined;
+    try {
+      return await link.start();
+    } catch {
+      this.lastFailedStart = Date.now();
+      return undefined;
+    }
+  }
+
+  /** Sends a request through the gateway; undefined when it cannot be reached (then the caller goes direct). */
+  private async send(
+    method: string,
+    path: string,
+    options: Parameters<GatewayClient['request']>[2] = {},
+  ): Promise<IncomingMessage | undefined> {
+    const client = await this.gateway();
+    if (!client) return undefined;
+    try {
+      return await client.request(method, path, options);
+    } catch (error) {
+      if (!isConnectionFailure(error)) throw error;
+      await this.options.link.diagnose(error);
+      return undefined;
+    }
+  }
+
+  private path(path: string): string {
+    const absolute = resolveSandboxPath(this.workdir, path);
+    this.options.checkPath?.(absolute);
+    return absolute;
+  }
+
+  private async fileOp<T>(
+    op: GatewayFileOp,
+    signal: AbortSignal | undefined,
+    direct: () => Promise<T>,
+  ): Promise<T> {
+    throwIfAborted(signal);
+    const response = await this.send('POST', '/files/op', {
+      body: JSON.stringify(op),
+      headers: { 'content-type': 'application/json' },
+      signal,
+    });
+    if (!response) return direct();
+    const text = await readText(response);
+    if ((response.statusCode ?? 500) >= 400) throw errorFromResponse(response.statusCode ?? 500, text);
+    return JSON.parse(text) as T;
+  }
+
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    if (!this.options.routeExec) return this.options.direct.exec(argv, options);
+    assertArgv(argv);
+    throwIfAborted(options.signal);
+    const header: GatewayExecRequest = {
+      argv,
+      ...(options.cwd !== undefined ? { cwd: resolveSandboxPath(this.workdir, options.cwd) } : {}),
+      ...(options.env ? { env: { ...options.env } } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.stdin !== undefined ? { stdin: 'stream' as const } : {}),
+    };
+    const stdin = options.stdin === undefined ? undefined : normalizeInput(options.stdin);
+    const body: AsyncIterable<Uint8Array> = {
+      async *[Symbol.asyncIterator]() {
+        yield new TextEncoder().encode(`${JSON.stringify(header)}\n`);
+        if (stdin instanceof Uint8Array) yield stdin;
+        else if (stdin) yield* stdin;
+      },
+    };
+    const response = await this.send('POST', '/exec', { body, signal: options.signal });
+    if (!response) return this.options.direct.exec(argv, options);
+    if ((response.statusCode ?? 500) >= 400)
+      throw errorFromResponse(response.statusCode ?? 500, await readText(response));
+    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const stdout = new OutputCollector(limit);
+    const stderr = new OutputCollector(limit);
+    let exit: Extract<GatewayExecFrame, { t: 'x' }> | undefined;
+    let partial = '';
+    try {
+      for await (const chunk of response) {
+        const lines = (partial + (chunk as Buffer).toString('utf8')).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) {
+          if (line === '') continue;
+          const frame = JSON.parse(line) as GatewayExecFrame;
+          if (frame.t === 'f') throw new WsError(frame.error.code, frame.error.message);
+          if (frame.t === 'x') {
+            exit = frame;
+            continue;
+          }
+          const bytes = Buffer.from(frame.d, 'base64');
+          (frame.t === 'o' ? stdout : stderr).push(bytes);
+          const listener = frame.t === 'o' ? options.onStdout : options.onStderr;
+          // Awaiting the listener here stops reading the response: back-pressure reaches the process.
+          if (listener) await listener(bytes);
+        }
+      }
+    } catch (error) {
+      if (options.signal?.aborted) throw abortError(options.signal);
+      if (error instanceof WsError) throw error;
+      throw await this.options.link.diagnose(error);
+    }
+    if (options.signal?.aborted) throw abortError(options.signal);
+    if (!exit) throw await this.options.link.diagnose(new Error('the command stream ended without an exit'));
+    return createExecResult({
+      exitCode: exit.exitCode,
+      stdout: stdout.bytes(),
+      stderr: stderr.bytes(),
+      timedOut: exit.timedOut,
+      truncated: stdout.truncated || stderr.truncated,
+      signal: exit.signal,
+    });
+  }
+
+  async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
+    return collectBytes(await this.readStream(path, options));
+  }
+
+  async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    await this.writeStream(
+      path,
+      (async function* () {
+        yield bytes;
+      })(),
+      options,
+    );
+  }
+
+  async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    throwIfAborted(options.signal);
+    const target = this.path(path);
+    const response = await this.send('GET', `/files?path=${encodeURIComponent(target)}`, {
+      signal: options.signal,
+    });
+    if (!response) return this.fallback.readStream(target, options);
+    if ((response.statusCode ?? 500) >= 400)
+      throw errorFromResponse(response.statusCode ?? 500, await readText(response));
+    return response as AsyncIterable<Uint8Array>;
+  }
+
+  async writeStream(
+    path: string,
+    source: AsyncIterable<Uint8Array>,
+    options: WriteOptions = {},
+  ): Promise<void> {
+    throwIfAborted(options.signal);
+    const target = this.path(path);
+    const query = `/files?path=${encodeURIComponent(target)}${options.mode !== undefined ? `&mode=${options.mode.toString(8)}` : ''}`;
+    const response = await this.send('PUT', query, { body: source, signal: options.signal });
+    if (!response) return this.fallback.writeStream(target, source, options);
+    const text = await readText(response);
+    if ((response.statusCode ?? 500) >= 400) throw errorFromResponse(response.statusCode ?? 500, text);
+  }
+
+  stat(path: string, options: FileOptions = {}): Promise<FileStat> {
+    const target = this.path(path);
+    return this.fileOp({ op: 'stat', path: target }, options.signal, () =>
+      this.fallback.stat(target, options),
+    );
+  }
+
+  list(path: string, options: FileOptions = {}): Promise<DirEntry[]> {
+    const target = this.path(path);
+    return this.fileOp({ op: 'list', path: target }, options.signal, () =>
+      this.fallback.list(target, options),
+    );
+  }
+
+  async remove(path: string, options: RemoveOptions = {}): Promise<void> {
+    const target = this.path(path);
+    if (target === '/') throw new WsError('INVALID_ARGUMENT', 'Refusing to remove /');
+    await this.fileOp(
+      { op: 'remove', path: target, recursive: options.recursive ?? false, force: options.force ?? false },
+      options.signal,
+      () => this.fallback.remove(target, options),
+    );
+  }
+
+  async mkdir(path: string, options: MkdirOptions = {}): Promise<void> {
+    const target = this.path(path);
+    await this.fileOp(
+      { op: 'mkdir', path: target, recursive: options.recursive ?? false },
+      options.signal,
+      () => this.fallback.mkdir(target, options),
+    );
+  }
+
+  async rename(from: string, to: string, options: FileOptions = {}): Promise<void> {
+    const source = this.path(from);
+    const destination = this.path(to);
+    await this.fileOp({ op: 'rename', path: source, to: destination }, options.signal, () =>
+      this.fallback.rename(source, destination, options),
+    );
+  }
+
+  spawn(argv: readonly string[], options?: SpawnOptions): Promise<SandboxProcess> {
+    return this.fallback.spawn(argv, options);
+  }
+}
+
+/** MCP servers run inside the sandbox, held by the gateway; the host keeps scoping and eviction. */
+export class GatewayMcpConnector implements McpConnector {
+  constructor(private readonly link: GatewayLink) {}
+
+  async connect(
+    spec: McpServerSpec,
+    scope: McpScopeKey,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<McpSession> {
+    const client = await this.link.start(options);
+    const generation = this.link.currentGeneration;
+    const answer = await this.call(() =>
+      client.json<{ id: string; tools: McpToolInfo[] }>(
+        'POST',
+        '/mcp/sessions',
+        { spec, ...scope },
+        { signal: options.signal },
+      ),
+    );
+    return new GatewayMcpSession(this, client, answer.id, answer.tools, generation, spec.name);
+  }
+
+  /** Runs a gateway request; a connection failure is diagnosed (and reported with the log tail). */
+  async call<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (isConnectionFailure(error)) throw await this.link.diagnose(error);
+      throw error;
+    }
+  }
+
+  isCurrent(generation: number): boolean {
+    return this.link.currentGeneration === generation && this.link.client !== undefined;
+  }
+}
+
+class GatewayMcpSession implements McpSession {
+  private closed = false;
+
+  constructor(
+    private readonly connector: GatewayMcpConnector,
+    private readonly client: GatewayClient,
+    private readonly id: string,
+    private tools: McpToolInfo[] | undefined,
+    private readonly generation: number,
+    private readonly name: string,
+  ) {}
+
+  private assertCurrent(): void {
+    if (this.closed || !this.connector.isCurrent(this.generation)) {
+      throw new WsError(
+        'BACKEND_UNAVAILABLE',
+        `The connection to MCP server ${this.name} was lost with the gateway; it reconnects on the next use`,
+      );
+    }
+  }
+
+  async listTools(options: { signal?: AbortSignal } = {}): Promise<McpToolInfo[]> {
+    this.assertCurrent();
+    if (this.tools) return this.tools;
+    const answer = await this.connector.call(() =>
+      this.client.json<{ tools: McpToolInfo[] }>(
+        'GET',
+        `/mcp/sessions/${encodeURIComponent(this.id)}/tools`,
+        undefined,
+        { signal: options.signal },
+      ),
+    );
+    this.tools = answer.tools;
+    return answer.tools;
+  }
+
+  async callTool(
+    name: string,
+    input: Record<string, unknown>,
+    options: McpCallOptions = {},
+  ): Promise<ToolResult> {
+    this.assertCurrent();
+    return this.connector.call(() =>
+      this.client.json<ToolResult>(
+        'POST',
+        `/mcp/sessions/${encodeURIComponent(this.id)}/call`,
+        { name, input, ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) },
+        { signal: options.signal },
+      ),
+    );
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (!this.connector.isCurrent(this.generation)) return;
+    await this.client.json('DELETE', `/mcp/sessions/${encodeURIComponent(this.id)}`).catch(() => {});
+  }
+}

@@ -1,0 +1,143 @@
+import { randomBytes } from 'node:crypto';
+import { throwIfAborted, WsError } from '../errors.js';
+import { type GatewayChannel, GatewayClient } from './client.js';
+import { GATEWAY_PROTOCOL_VERSION } from './protocol.js';
+
+/** A running gateway process, as its backend started it. */
+export interface LaunchedGateway {
+  readonly channel: GatewayChannel;
+  /** Settles when the process exits. */
+  readonly exited: Promise<unknown>;
+  /** Stops the process (idempotent). */
+  stop(): Promise<void>;
+}
+
+/**
+ * What a backend supplies to run the gateway: start it with this launch's token and nonce (passed to
+ * the process as `WS_GATEWAY_TOKEN` and `WS_GATEWAY_NONCE`), and read the tail of its log.
+ */
+export interface GatewayLauncher {
+  launch(
+    secrets: { token: string; nonce: string },
+    options: { signal?: AbortSignal },
+  ): Promise<LaunchedGateway>;
+  /** The last bytes of the gateway's log, for error messages. */
+  logTail(): Promise<string>;
+}
+
+/** How long a launch may take to answer its health check. */
+export const GATEWAY_START_TIMEOUT_MS = 15_000;
+
+/**
+ * One gateway over its lifetime: launched with a fresh token and nonce each time, health-checked
+ * (the nonce must match, so an old process on the same socket is never taken for the new one),
+ * noticed when it dies, and relaunched on the next use.
+ */
+export class GatewayLink {
+  private current: { client: GatewayClient; process: LaunchedGateway; generation: number } | undefined;
+  private dead: string | undefined;
+  private starting: Promise<GatewayClient> | undefined;
+  private generation = 0;
+  private stopped = false;
+
+  constructor(private readonly launcher: GatewayLauncher) {}
+
+  /** Which launch is current; MCP sessions of an older launch are gone. */
+  get currentGeneration(): number {
+    return this.current?.generation ?? -1;
+  }
+
+  /** The client of the running gateway, or undefined when it is not (known to be) up. */
+  get client(): GatewayClient | undefined {
+    return this.dead === undefined ? this.current?.client : undefined;
+  }
+
+  /** Starts the gateway (idempotent while it runs). @throws WsError `BACKEND_UNAVAILABLE` with the log tail. */
+  async start(options: { signal?: AbortSignal } = {}): Promise<GatewayClient> {
+    if (this.stopped) throw new WsError('DISPOSED', 'The gateway link is stopped');
+    const running = this.client;
+    if (running) return running;
+    this.starting ??= this.launch(options).finally(() => {
+      this.starting = undefined;
+    });
+    return this.starting;
+  }
+
+  private async launch(options: { signal?: AbortSignal }): Promise<GatewayClient> {
+    if (this.current) await this.current.process.stop().catch(() => {});
+    this.current = undefined;
+    const token = randomBytes(32).toString('base64url');
+    const nonce = randomBytes(16).toString('hex');
+    const process = await this.launcher.launch({ token, nonce }, options);
+    const client = new GatewayClient(process.channel, token);
+    let exited = false;
+    void process.exited.then(() => {
+      exited = true;
+      if (this.current?.process === process && !this.stopped) this.dead = 'the gateway process exited';
+    });
+    const deadline = Date.now() + GATEWAY_START_TIMEOUT_MS;
+    // A failed connection attempt to a socket costs microseconds: poll often, so start-up is not rounded up.
+    for (let attempt = 0; ; attempt++) {
+      const delay = attempt < 200 ? 10 : 50;
+      throwIfAborted(options.signal);
+      const health = await client.health(1_000);
+      if (health?.nonce === nonce) {
+        if (health.protocol !== GATEWAY_PROTOCOL_VERSION) {
+          await process.stop();
+          throw new WsError(
+            'BACKEND_ERROR',
+            `The gateway speaks protocol ${health.protocol}, this host ${GATEWAY_PROTOCOL_VERSION}`,
+          );
+        }
+        break;
+      }
+      if (exited || Date.now() > deadline) {
+        await process.stop().catch(() => {});
+        client.close();
+        const tail = await this.launcher.logTail().catch(() => '');
+        throw new WsError(
+          'BACKEND_UNAVAILABLE',
+          `The gateway did not start${exited ? ' (it exited)' : ` within ${GATEWAY_START_TIMEOUT_MS} ms`}.${tail ? ` Log tail:\n${tail}` : ''}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, delay));
+    }
+    this.generation++;
+    this.current = { client, process, generation: this.generation };
+    this.dead = undefined;
+    return client;
+  }
+
+  /**
+   * Called after a request failed to reach the gateway: if it no longer answers its health check,
+   * it is marked dead (the next `start()` relaunches it) and the error carries its log tail.
+   */
+  async diagnose(cause: unknown): Promise<WsError> {
+    const current = this.current;
+    const alive = current ? (await current.client.health(1_000))?.nonce !== undefined : false;
+    if (alive)
+      return new WsError(
+        'BACKEND_ERROR',
+        `The gateway request failed: ${(cause as Error)?.message ?? String(cause)}`,
+        { cause },
+      );
+    this.dead = 'the gateway stopped answering';
+    current?.client.close();
+    const tail = await this.launcher.logTail().catch(() => '');
+    return new WsError(
+      'BACKEND_UNAVAILABLE',
+      `The gateway is down; it restarts on the next call.${tail ? ` Log tail:\n${tail}` : ''}`,
+      { cause },
+    );
+  }
+
+  /** Stops the gateway for good. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.starting?.catch(() => {});
+    const current = this.current;
+    this.current = undefined;
+    current?.client.close();
+    await current?.process.stop();
+  }
+}

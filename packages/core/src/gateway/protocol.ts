@@ -1,0 +1,71 @@
+import type { WsErrorCode } from '../errors.js';
+
+/**
+ * The gateway's HTTP API (inside the sandbox, on a unix socket or a loopback port). Everything but
+ * `GET /health` needs `Authorization: Bearer <token>`. Errors answer with a status ≥ 400 and a
+ * {@link GatewayErrorBody}.
+ *
+ * - `GET  /health` → {@link GatewayHealth}
+ * - `POST /exec` → body: one JSON line ({@link GatewayExecRequest}), then raw stdin bytes when
+ *   `stdin: 'stream'`; answer: NDJSON {@link GatewayExecFrame}s, the last one of type `x`.
+ * - `GET  /files?path=` → the bytes; `PUT /files?path=&mode=` ← the bytes (parents created).
+ * - `POST /files/op` ← {@link GatewayFileOp} → its result as JSON.
+ * - `POST /mcp/sessions` ← {@link GatewayMcpConnect} → `{ id, tools }`;
+ *   `GET /mcp/sessions?agentId=&sessionId=` → the sessions of a scope;
+ *   `GET /mcp/sessions/:id/tools` → `{ tools }`;
+ *   `POST /mcp/sessions/:id/call` ← {@link GatewayMcpCall} → a `ToolResult`;
+ *   `DELETE /mcp/sessions/:id`.
+ */
+
+/** Bumped when the API changes incompatibly; the host refuses a gateway of another version. */
+export const GATEWAY_PROTOCOL_VERSION = 1;
+
+export interface GatewayHealth {
+  readonly status: 'ok';
+  readonly nonce: string;
+  readonly protocol: number;
+  readonly pid: number;
+  readonly node: string;
+}
+
+export interface GatewayErrorBody {
+  readonly error: {
+    readonly code: WsErrorCode;
+    readonly message: string;
+    readonly details?: Record<string, unknown>;
+  };
+}
+
+export interface GatewayExecRequest {
+  readonly argv: readonly string[];
+  readonly cwd?: string;
+  readonly env?: Record<string, string>;
+  /** `'stream'`: stdin follows the JSON line as raw bytes; a string: base64 stdin; absent: none. */
+  readonly stdin?: 'stream' | string;
+  readonly timeoutMs?: number;
+}
+
+/** `o`/`e`: stdout/stderr bytes (base64); `x`: the exit; `f`: a failure before or while running. */
+export type GatewayExecFrame =
+  | { readonly t: 'o' | 'e'; readonly d: string }
+  | { readonly t: 'x'; readonly exitCode: number; readonly signal?: string; readonly timedOut: boolean }
+  | { readonly t: 'f'; readonly error: GatewayErrorBody['error'] };
+
+export type GatewayFileOp =
+  | { readonly op: 'stat'; readonly path: string }
+  | { readonly op: 'list'; readonly path: string }
+  | { readonly op: 'remove'; readonly path: string; readonly recursive?: boolean; readonly force?: boolean }
+  | { readonly op: 'mkdir'; readonly path: string; readonly recursive?: boolean }
+  | { readonly op: 'rename'; readonly path: string; readonly to: string };
+
+export interface GatewayMcpConnect {
+  readonly spec: unknown;
+  readonly agentId: string;
+  readonly sessionId: string;
+}
+
+export interface GatewayMcpCall {
+  readonly name: string;
+  readonly input: Record<string, unknown>;
+  readonly timeoutMs?: number;
+}

@@ -1,0 +1,151 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { GatewayClient, type GatewayLauncher, GatewayLink, GatewaySandbox, isWsError } from '@ws/core';
+import { LocalSandbox } from '@ws/local';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+// The built bundle itself, started as a host process on a unix socket: what every backend runs.
+const bundle = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'gateway.mjs');
+const root = mkdtempSync(join(tmpdir(), 'ws-gateway-test-'));
+const workdir = join(root, 'work');
+const outside = join(root, 'outside');
+mkdirSync(workdir);
+mkdirSync(outside);
+
+function launcher(allow: string[]): GatewayLauncher {
+  let log = '';
+  return {
+    async launch({ token, nonce }) {
+      if (!existsSync(bundle))
+        throw new Error(`${bundle} is missing: build @ws/gateway first (npm test does)`);
+      const socket = join(root, `gw-${nonce.slice(0, 8)}.sock`);
+      const child = spawn(
+        process.execPath,
+        [
+          bundle,
+          '--socket',
+          socket,
+          '--nonce',
+          nonce,
+          '--workdir',
+          workdir,
+          ...allow.flatMap((dir) => ['--allow', dir]),
+        ],
+        {
+          env: { ...process.env, WS_GATEWAY_TOKEN: token },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      child.stderr.on('data', (chunk) => {
+        log += chunk;
+      });
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      return {
+        channel: { kind: 'unix', socketPath: socket },
+        exited,
+        stop: async () => {
+          child.kill('SIGTERM');
+          await exited;
+        },
+      };
+    },
+    logTail: async () => log.slice(-2000),
+  };
+}
+
+describe('gateway', () => {
+  const link = new GatewayLink(launcher([workdir, join(root, 'tmp')]));
+  let client: GatewayClient;
+
+  beforeAll(async () => {
+    client = await link.start();
+  });
+  afterAll(async () => {
+    await link.stop();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('answers /health without a token and refuses everything else without the right one', async () => {
+    const health = await client.health();
+    expect(health).toMatchObject({ status: 'ok', protocol: 1 });
+    const socketPath = (client.channel as { socketPath: string }).socketPath;
+    for (const token of ['', 'wrong-token-wrong-token']) {
+      const stranger = new GatewayClient({ kind: 'unix', socketPath }, token);
+      const response = await stranger.request('POST', '/files/op', {
+        body: JSON.stringify({ op: 'stat', path: workdir }),
+      });
+      expect(response.statusCode).toBe(401);
+      response.resume();
+      stranger.close();
+    }
+  });
+
+  it('runs commands with streamed stdin, output, exit codes, timeouts and aborts', async () => {
+    const sandbox = new GatewaySandbox({ direct: new LocalSandbox({ workdir }), link, routeExec: true });
+    const echoed = await sandbox.exec(['sh', '-c', 'cat; echo err >&2; exit 3'], { stdin: 'from stdin' });
+    expect([echoed.exitCode, echoed.stdoutText, echoed.stderrText]).toEqual([3, 'from stdin', 'err\n']);
+    expect((await sandbox.exec(['pwd'])).stdoutText.trim()).toBe(workdir);
+    const timed = await sandbox.exec(['sleep', '10'], { timeoutMs: 200 });
+    expect([timed.timedOut, timed.exitCode]).toEqual([true, -1]);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    let aborted: unknown;
+    try {
+      await sandbox.exec(['sleep', '10'], { signal: controller.signal });
+    } catch (error) {
+      aborted = error;
+    }
+    expect(isWsError(aborted, 'ABORTED')).toBe(true);
+    const missing = await sandbox.exec(['ws-no-such-binary']);
+    expect(missing.exitCode).toBe(127);
+    let streamed = 0;
+    const big = await sandbox.exec(['head', '-c', '5000000', '/dev/zero'], {
+      maxOutputBytes: 1000,
+      onStdout: (chunk) => {
+        streamed += chunk.byteLength;
+      },
+    });
+    expect([big.stdout.byteLength, big.truncated, streamed]).toEqual([1000, true, 5_000_000]);
+  });
+
+  it('confines file operations to the allowed roots, following links', async () => {
+    const sandbox = new GatewaySandbox({ direct: new LocalSandbox({ workdir }), link, routeExec: false });
+    await sandbox.writeFile('inside/a.txt', 'kept');
+    expect(new TextDecoder().decode(await sandbox.readFile('inside/a.txt'))).toBe('kept');
+    writeFileSync(join(outside, 'secret.txt'), 'secret');
+    symlinkSync(outside, join(workdir, 'escape'));
+    for (const action of [
+      () => sandbox.readFile(join(outside, 'secret.txt')),
+      () => sandbox.readFile('escape/secret.txt'),
+      () => sandbox.writeFile('escape/new.txt', 'x'),
+      () => sandbox.list('escape'),
+      () => sandbox.rename('inside/a.txt', 'escape/moved.txt'),
+    ]) {
+      let failure: unknown;
+      try {
+        await action();
+      } catch (error) {
+        failure = error;
+      }
+      expect(isWsError(failure, 'PERMISSION_DENIED'), String(failure)).toBe(true);
+    }
+    expect(existsSync(join(outside, 'new.txt'))).toBe(false);
+    expect(existsSync(join(workdir, 'inside/a.txt'))).toBe(true);
+  });
+
+  it('is reachable through a relay command when there is no direct connection', async () => {
+    const socketPath = (client.channel as { socketPath: string }).socketPath;
+    const host = new LocalSandbox({ workdir });
+    const token = (client as unknown as { token: string }).token;
+    const relayed = new GatewayClient(
+      { kind: 'relay', sandbox: host, target: socketPath, node: process.execPath },
+      token,
+    );
+    expect((await relayed.health())?.status).toBe('ok');
+    const stat = await relayed.json<{ type: string }>('POST', '/files/op', { op: 'stat', path: workdir });
+    expect(stat.type).toBe('directory');
+  });
+});
