@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { printMetrics, printTable } from './harness.mjs';
 
-const SCENARIOS = ['local-exec', 'tools-io', 'bwrap', 'search-tree'];
+const SCENARIOS = ['local-exec', 'tools-io', 'bwrap', 'docker', 'search-tree'];
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

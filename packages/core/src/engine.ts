@@ -150,7 +150,10 @@ export class WorkspaceEngine implements Workspace {
   async initialize(options: CallOptions = {}): Promise<void> {
     this.assertNotClosed();
     throwIfAborted(options.signal);
-    if (this.currentState === 'ready') return;
+    if (this.currentState === 'ready') {
+      if (!this.provider.alive || (await this.provider.alive())) return;
+      await this.reopen();
+    }
     this.initializing ??= this.runInitialize(options).finally(() => {
       this.initializing = undefined;
     });
@@ -180,6 +183,18 @@ export class WorkspaceEngine implements Workspace {
         ? error
         : fromErrno(error, `Initializing the ${this.provider.backend} workspace failed`);
     }
+  }
+
+  /** Forgets a sandbox the backend lost (a container removed from outside) so `initialize()` opens a new one. */
+  private async reopen(): Promise<void> {
+    if (this.currentState !== 'ready') return;
+    this.currentState = 'initializing';
+    await this.mcp.closeAll().catch(() => {});
+    await this.provider.close({}).catch(() => {});
+    this.skills.forgetEquipped();
+    this.sandbox = undefined;
+    this.mcpConnector = undefined;
+    this.currentState = 'created';
   }
 
   async close(options: CallOptions = {}): Promise<void> {

@@ -31,6 +31,11 @@ export interface Provider {
   open(options: CallOptions): Promise<ProviderSession>;
   /** Releases the sandbox; a persistent backend keeps the files. Must tolerate a half-open state. */
   close(options: CallOptions): Promise<void>;
+  /**
+   * Whether the sandbox of the last `open` still exists (a container removed from outside does not).
+   * When it answers false, `initialize()` on a ready workspace opens the sandbox again.
+   */
+  alive?(): Promise<boolean>;
   /** Deletes everything the provider owns. Called after `close`. */
   destroy(options: CallOptions): Promise<void>;
 }

@@ -2,13 +2,17 @@ import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createGatewayServer } from './server.js';
 
-// node gateway.mjs (--socket PATH | --port N [--port-file PATH]) --workdir DIR [--allow ROOT]...
-//                   [--token-file PATH] [--nonce N]
+// node gateway.mjs (--socket PATH | --port N [--host ADDRESS] [--port-file PATH]) --workdir DIR
+//                   [--allow ROOT]... [--token-file PATH] [--nonce N] [--pid-file PATH]
+// --host defaults to 127.0.0.1; a container whose port is published to the host's loopback needs
+// 0.0.0.0 inside it (the token still guards every request).
 // The token comes from --token-file (read, then deleted) or the WS_GATEWAY_TOKEN environment
 // variable, never from the command line, which other processes can read.
 const { values } = parseArgs({
   options: {
     socket: { type: 'string' },
+    host: { type: 'string', default: '127.0.0.1' },
+    'pid-file': { type: 'string' },
     'token-file': { type: 'string' },
     nonce: { type: 'string' },
     port: { type: 'string' },
@@ -38,6 +42,8 @@ const server = createGatewayServer({
   ...(values.allow && values.allow.length > 0 ? { allowedRoots: values.allow } : {}),
 });
 
+if (values['pid-file']) writeFileSync(values['pid-file'], String(process.pid));
+
 const shutdown = () => {
   server.close();
   server.closeAllConnections?.();
@@ -54,10 +60,10 @@ if (values.socket) {
     process.stderr.write(`gateway: serving on ${values.socket}\n`);
   });
 } else {
-  server.listen(Number(values.port ?? 0), '127.0.0.1', () => {
+  server.listen(Number(values.port ?? 0), values.host, () => {
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : 0;
     if (values['port-file']) writeFileSync(values['port-file'], String(port));
-    process.stderr.write(`gateway: serving on 127.0.0.1:${port}\n`);
+    process.stderr.write(`gateway: serving on ${values.host}:${port}\n`);
   });
 }

@@ -191,6 +191,11 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
         onStdout: (chunk) => frame({ t: 'o', d: Buffer.from(chunk).toString('base64') }),
         onStderr: (chunk) => frame({ t: 'e', d: Buffer.from(chunk).toString('base64') }),
       });
+      // With nothing kept, the result holds only what the sandbox wrote itself (a missing executable's message).
+      if (result.stdout.byteLength > 0)
+        await frame({ t: 'o', d: Buffer.from(result.stdout).toString('base64') });
+      if (result.stderr.byteLength > 0)
+        await frame({ t: 'e', d: Buffer.from(result.stderr).toString('base64') });
       await frame({
         t: 'x',
         exitCode: result.exitCode,

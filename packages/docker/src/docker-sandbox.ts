@@ -1,0 +1,487 @@
+import { randomUUID } from 'node:crypto';
+import { posix } from 'node:path';
+import type { Duplex } from 'node:stream';
+import {
+  abortError,
+  assertArgv,
+  ChunkQueue,
+  collectBytes,
+  createExecResult,
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  type FileOptions,
+  type FileStat,
+  normalizeInput,
+  OutputCollector,
+  type ProcessExit,
+  type ReadStreamOptions,
+  resolveSandboxPath,
+  type Sandbox,
+  type SandboxCapabilities,
+  type SandboxProcess,
+  type SpawnOptions,
+  throwIfAborted,
+  type WriteOptions,
+  WsError,
+} from '@ws/core';
+import type Docker from 'dockerode';
+import { firstTarEntry, tarOneFile } from './tar.js';
+
+/** The workdir inside the container. */
+export const CONTAINER_WORKDIR = '/workspace';
+const KILL_GRACE_MS = 2_000;
+
+// Runs the command as the leader of its own session and process group (setsid, from a background job
+// so that it is not a group leader already), with the caller's stdin, and writes its pid where a
+// timeout or an abort can find it to kill the group. Without setsid only the command itself can be
+// killed. $1: cwd, $2: pid file; exit 86: no such cwd, 87: cwd is not a directory.
+const WRAPPER = `if ! cd -- "$1" 2>/dev/null; then [ -e "$1" ] && exit 87; exit 86; fi
+pidfile=$2; shift 2
+exec 3<&0
+if command -v setsid >/dev/null 2>&1; then setsid "$@" 0<&3 3<&- & else "$@" 0<&3 3<&- & fi
+pid=$!
+exec 3<&-
+echo "$pid" > "$pidfile"
+wait "$pid"; status=$?
+rm -f "$pidfile"
+exit "$status"`;
+
+const KILL_SCRIPT =
+  'p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && { kill "-$2" -- "-$p" 2>/dev/null || kill "-$2" "$p" 2>/dev/null; }; true';
+
+type DockerError = Error & { statusCode?: number; json?: { message?: string } | null; reason?: string };
+
+function dockerMessage(error: unknown): string {
+  const typed = error as DockerError;
+  return typed?.json?.message ?? typed?.reason ?? typed?.message ?? String(error);
+}
+
+/**
+ * A Docker container as a sandbox, through the Engine API: commands with `exec` (hijacked stream,
+ * demultiplexed; the exit code from inspect; a timeout or abort kills the process group inside),
+ * files with the archive API (binary-safe, streamed, working on stopped containers too).
+ */
+export class DockerSandbox implements Sandbox {
+  readonly backend = 'docker';
+  readonly workdir = CONTAINER_WORKDIR;
+  readonly capabilities: SandboxCapabilities = {
+    stat: true,
+    list: false,
+    remove: false,
+    mkdir: false,
+    rename: false,
+    readStream: true,
+    writeStream: true,
+    spawn: true,
+  };
+
+  constructor(
+    private readonly container: Docker.Container,
+    private readonly name: string,
+    private readonly env: Readonly<Record<string, string>>,
+  ) {}
+
+  /** Turns a Docker error into a WsError; a missing container is BACKEND_UNAVAILABLE, never NOT_FOUND. */
+  async translate(error: unknown, what: string, path?: string): Promise<WsError> {
+    if (error instanceof WsError) return error;
+    const status = (error as DockerError)?.statusCode;
+    const message = dockerMessage(error);
+    if (status === 404 || status === 409) {
+      const state = await this.container.inspect().then(
+        (info) => (info.State.Running ? 'running' : 'stopped'),
+        () => 'gone',
+      );
+      // A missing file of a container that exists (stopped ones too: the archive API works on them) is
+      // NOT_FOUND; a container that is gone, or stopped when a command must run, is the backend's loss.
+      if (status === 404 && state !== 'gone') {
+        return new WsError('NOT_FOUND', `${path ?? what}: no such file or directory`, {
+          cause: error,
+          details: { path },
+        });
+      }
+      if (state !== 'running') {
+        const how = state === 'gone' ? 'gone' : 'stopped';
+        return new WsError(
+          'BACKEND_UNAVAILABLE',
+          `The container ${this.name} is ${how} (${what}); initialize() again to restore it`,
+          {
+            cause: error,
+            details: { container: this.name, lost: true },
+          },
+        );
+      }
+    }
+    if (
+      (error as NodeJS.ErrnoException)?.code === 'ECONNREFUSED' ||
+      (error as NodeJS.ErrnoException)?.code === 'ENOENT'
+    ) {
+      return new WsError('BACKEND_UNAVAILABLE', `The Docker engine cannot be reached: ${message}`, {
+        cause: error,
+      });
+    }
+    return new WsError('BACKEND_ERROR', `Docker ${what} failed: ${message}`, {
+      cause: error,
+      details: { path },
+    });
+  }
+
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    assertArgv(argv);
+    throwIfAborted(options.signal);
+    const cwd =
+      options.cwd === undefined ? CONTAINER_WORKDIR : resolveSandboxPath(CONTAINER_WORKDIR, options.cwd);
+    const pidFile = `/tmp/.ws-exec-${randomUUID()}.pid`;
+    const env = Object.entries({ ...this.env, ...options.env }).map(([name, value]) => `${name}=${value}`);
+    let exec: Docker.Exec;
+    let stream: Duplex;
+    try {
+      exec = await this.container.exec({
+        Cmd: ['sh', '-c', WRAPPER, 'sh', cwd, pidFile, ...argv],
+        AttachStdin: options.stdin !== undefined,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        ...(env.length > 0 ? { Env: env } : {}),
+      });
+      stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as Duplex;
+    } catch (error) {
+      throw await this.translate(error, `exec ${argv[0]}`);
+    }
+    let timedOut = false;
+    let aborted = false;
+    let killed = false;
+    const kill = () => {
+      if (killed) return;
+      killed = true;
+      void (async () => {
+        await this.signalGroup(pidFile, 'TERM');
+        const grace = setTimeout(() => void this.signalGroup(pidFile, 'KILL'), KILL_GRACE_MS);
+        grace.unref();
+      })();
+    };
+    const timer =
+      options.timeoutMs !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            kill();
+          }, options.timeoutMs)
+        : undefined;
+    const onAbort = () => {
+      aborted = true;
+      kill();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const stdin = options.stdin === undefined ? undefined : normalizeInput(options.stdin);
+    if (stdin !== undefined) void this.feed(stream, stdin);
+    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const stdout = new OutputCollector(limit);
+    const stderr = new OutputCollector(limit);
+    try {
+      await demultiplex(stream, async (channel, chunk) => {
+        (channel === 1 ? stdout : stderr).push(chunk);
+        const listener = channel === 1 ? options.onStdout : options.onStderr;
+        if (listener) await listener(chunk);
+      });
+      const info = await exec.inspect();
+      if (aborted) throw abortError(options.signal);
+      const code = info.ExitCode ?? -1;
+      if (code === 86 || code === 87) {
+        throw new WsError(
+          code === 86 ? 'NOT_FOUND' : 'NOT_A_DIRECTORY',
+          `The working directory ${cwd} does not exist in the container`,
+          { details: { cwd } },
+        );
+      }
+      return createExecResult({
+        exitCode: timedOut ? -1 : code,
+        stdout: stdout.bytes(),
+        stderr: stderr.bytes(),
+        timedOut,
+        truncated: stdout.truncated || stderr.truncated,
+      });
+    } catch (error) {
+      if (aborted) throw abortError(options.signal);
+      throw await this.translate(error, `exec ${argv[0]}`);
+    } finally {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      stream.destroy();
+    }
+  }
+
+  /** A long-lived process in the container (an attached `exec`), in its own process group. */
+  async spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    assertArgv(argv);
+    throwIfAborted(options.signal);
+    const cwd =
+      options.cwd === undefined ? CONTAINER_WORKDIR : resolveSandboxPath(CONTAINER_WORKDIR, options.cwd);
+    const pidFile = `/tmp/.ws-spawn-${randomUUID()}.pid`;
+    const env = Object.entries({ ...this.env, ...options.env }).map(([name, value]) => `${name}=${value}`);
+    let exec: Docker.Exec;
+    let stream: Duplex;
+    try {
+      exec = await this.container.exec({
+        Cmd: ['sh', '-c', WRAPPER, 'sh', cwd, pidFile, ...argv],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: false,
+        ...(env.length > 0 ? { Env: env } : {}),
+      });
+      stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+    } catch (error) {
+      throw await this.translate(error, `spawn ${argv[0]}`);
+    }
+    const stdout = new ChunkQueue();
+    const stderr = new ChunkQueue();
+    const exited: Promise<ProcessExit> = demultiplex(stream, (channel, chunk) =>
+      (channel === 1 ? stdout : stderr).push(Buffer.from(chunk)),
+    )
+      .catch(() => {})
+      .then(async () => {
+        stdout.end();
+        stderr.end();
+        const info = await exec.inspect().catch(() => undefined);
+        return { exitCode: info?.ExitCode ?? -1 };
+      });
+    const signal = (name: 'TERM' | 'KILL' | 'INT' | 'HUP') => this.signalGroup(pidFile, name);
+    const onAbort = () => void signal('KILL');
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+    return {
+      pid: undefined,
+      stdout: stdout.iterate(),
+      stderr: stderr.iterate(),
+      write: (chunk: Uint8Array | string) =>
+        new Promise<void>((resolve, reject) => {
+          stream.write(chunk, (error) =>
+            error
+              ? reject(new WsError('CONFLICT', 'The process no longer accepts input', { cause: error }))
+              : resolve(),
+          );
+        }),
+      closeStdin: async () => {
+        stream.end();
+      },
+      kill: async (name = 'SIGTERM') => {
+        const short = name.replace(/^SIG/, '');
+        await signal(short === 'KILL' || short === 'INT' || short === 'HUP' ? short : 'TERM');
+      },
+      exited,
+      [Symbol.asyncDispose]: async () => {
+        await signal('TERM');
+        const timer = setTimeout(() => void signal('KILL'), KILL_GRACE_MS);
+        await exited;
+        clearTimeout(timer);
+        stream.destroy();
+      },
+    };
+  }
+
+  private async feed(stream: Duplex, input: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {
+    try {
+      if (input instanceof Uint8Array) stream.write(input);
+      else {
+        for await (const chunk of input) {
+          if (!stream.write(chunk)) await new Promise((resolve) => stream.once('drain', resolve));
+        }
+      }
+      stream.end();
+    } catch {
+      stream.end();
+    }
+  }
+
+  private async signalGroup(pidFile: string, signal: 'TERM' | 'KILL' | 'INT' | 'HUP'): Promise<void> {
+    try {
+      const exec = await this.container.exec({
+        Cmd: ['sh', '-c', KILL_SCRIPT, 'sh', pidFile, signal],
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+      stream.resume();
+      await new Promise((resolve) =>
+        stream.once('end', resolve).once('close', resolve).once('error', resolve),
+      );
+    } catch {
+      // The container may be gone; then so is the process.
+    }
+  }
+
+  async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
+    return collectBytes(await this.readStream(path, options));
+  }
+
+  async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    throwIfAborted(options.signal);
+    let target = resolveSandboxPath(CONTAINER_WORKDIR, path);
+    for (let hops = 0; hops < 40; hops++) {
+      let response: NodeJS.ReadableStream;
+      try {
+        response = await this.container.getArchive({ path: target });
+      } catch (error) {
+        throw await this.translate(error, `reading ${target}`, target);
+      }
+      const stat = await this.statHeader(target).catch(() => undefined);
+      if (stat?.linkTarget) {
+        (response as unknown as Duplex).destroy();
+        target = posix.resolve(posix.dirname(target), stat.linkTarget);
+        continue;
+      }
+      const entry = await firstTarEntry(response as unknown as AsyncIterable<Uint8Array>);
+      if (entry.type === 'directory') {
+        (response as unknown as Duplex).destroy();
+        throw new WsError('IS_A_DIRECTORY', `Reading ${target} failed: it is a directory`, {
+          details: { path: target },
+        });
+      }
+      return entry.content;
+    }
+    throw new WsError('INVALID_ARGUMENT', `Too many symbolic links in ${path}`);
+  }
+
+  /** Describes a path through the archive API's HEAD (no command runs), following symbolic links. */
+  async stat(path: string, options: FileOptions = {}): Promise<FileStat> {
+    throwIfAborted(options.signal);
+    let target = resolveSandboxPath(CONTAINER_WORKDIR, path);
+    const DIRECTORY = 0x80000000;
+    for (let hops = 0; hops < 40; hops++) {
+      let info: Awaited<ReturnType<DockerSandbox['statHeader']>>;
+      try {
+        info = await this.statHeader(target);
+      } catch (error) {
+        throw await this.translate(error, `stat ${target}`, target);
+      }
+      if (!info)
+        throw await this.translate(
+          Object.assign(new Error('not found'), { statusCode: 404 }),
+          `stat ${target}`,
+          target,
+        );
+      if (info.linkTarget) {
+        target = posix.resolve(posix.dirname(target), info.linkTarget);
+        continue;
+      }
+      return {
+        type: info.mode & DIRECTORY ? 'directory' : info.mode & 0x0e000000 ? 'other' : 'file',
+        size: info.size,
+        mtimeMs: Date.parse(info.mtime),
+        mode: info.mode & 0o7777,
+      };
+    }
+    throw new WsError('INVALID_ARGUMENT', `Too many symbolic links in ${path}`);
+  }
+
+  /** What the archive API's HEAD says about a path (lstat-like), or undefined when it is missing. */
+  private async statHeader(
+    path: string,
+  ): Promise<{ mode: number; size: number; mtime: string; linkTarget: string } | undefined> {
+    try {
+      const response = (await this.container.infoArchive({ path })) as unknown as {
+        headers: Record<string, string>;
+        resume?: () => void;
+      };
+      response.resume?.();
+      const header = response.headers['x-docker-container-path-stat'];
+      return header
+        ? (JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as {
+            mode: number;
+            size: number;
+            mtime: string;
+            linkTarget: string;
+          })
+        : undefined;
+    } catch (error) {
+      if ((error as DockerError)?.statusCode === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
+    const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
+    await this.writeSized(
+      path,
+      bytes.byteLength,
+      (async function* () {
+        yield bytes;
+      })(),
+      options,
+    );
+  }
+
+  async writeStream(
+    path: string,
+    source: AsyncIterable<Uint8Array>,
+    options: WriteOptions = {},
+  ): Promise<void> {
+    // The archive needs the size up front: a stream is gathered first (a tool's file, not a disk image).
+    const bytes = await collectBytes(source);
+    await this.writeFile(path, bytes, options);
+  }
+
+  private async writeSized(
+    path: string,
+    size: number,
+    content: AsyncIterable<Uint8Array>,
+    options: WriteOptions,
+  ): Promise<void> {
+    throwIfAborted(options.signal);
+    const target = resolveSandboxPath(CONTAINER_WORKDIR, path);
+    const DIRECTORY = 0x80000000;
+    try {
+      const existing = await this.statHeader(target);
+      if (existing && existing.mode & DIRECTORY && !existing.linkTarget) {
+        throw new WsError('IS_A_DIRECTORY', `Writing ${target} failed: it is a directory`, {
+          details: { path: target },
+        });
+      }
+      // Find the deepest folder that exists; the archive creates the rest.
+      const missing: string[] = [];
+      let base = posix.dirname(target);
+      for (;;) {
+        const info = await this.statHeader(base);
+        if (info) {
+          if (!(info.mode & DIRECTORY) && !info.linkTarget) {
+            throw new WsError('NOT_A_DIRECTORY', `Writing ${target} failed: ${base} is not a directory`, {
+              details: { path: target },
+            });
+          }
+          break;
+        }
+        missing.unshift(posix.basename(base));
+        base = posix.dirname(base);
+      }
+      const directories = missing.map((_, index) => missing.slice(0, index + 1).join('/'));
+      const name = [...missing, posix.basename(target)].join('/');
+      const archive = tarOneFile(directories, name, size, options.mode ?? 0o644, content);
+      const { Readable } = await import('node:stream');
+      await this.container.putArchive(Readable.from(archive), { path: base, noOverwriteDirNonDir: true });
+    } catch (error) {
+      throw await this.translate(error, `writing ${target}`, target);
+    }
+  }
+}
+
+/**
+ * Reads Docker's multiplexed stream (8-byte headers: the stream number, then the length) and hands
+ * each payload to `onFrame`; awaiting it holds the reading back.
+ */
+async function demultiplex(
+  stream: AsyncIterable<Uint8Array>,
+  onFrame: (channel: number, chunk: Uint8Array) => Promise<void>,
+): Promise<void> {
+  let buffer: Buffer = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    buffer = buffer.length === 0 ? Buffer.from(chunk) : Buffer.concat([buffer, chunk]);
+    while (buffer.length >= 8) {
+      const length = buffer.readUInt32BE(4);
+      if (buffer.length < 8 + length) break;
+      const channel = buffer[0]!;
+      const payload = buffer.subarray(8, 8 + length);
+      buffer = buffer.subarray(8 + length);
+      if (channel === 1 || channel === 2) await onFrame(channel, payload);
+    }
+  }
+}

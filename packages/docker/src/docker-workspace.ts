@@ -1,0 +1,101 @@
+import { generateId, type McpServerSpec, type SearchMode, validateId, WorkspaceEngine } from '@ws/core';
+import type Docker from 'dockerode';
+import { type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
+
+/** The image used when none is given (build it offline with `docker/build-image.sh`). */
+export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
+
+/** Options of {@link DockerWorkspace}. */
+export interface DockerWorkspaceOptions {
+  /** The image; any image with `sh` works (without `node` there is no gateway and no MCP). Default: {@link DEFAULT_DOCKER_IMAGE}. */
+  image?: string;
+  /** Host directory bind-mounted at `/workspace`: files persist on the host. */
+  hostWorkdir?: string;
+  /** Named volume mounted at `/workspace`: files persist in the volume (`destroy()` removes it). */
+  volume?: string;
+  /** The workspace id; names the container (`ws_<id>`) and labels it. Default: a random id. */
+  workspaceId?: string;
+  /** Variables for the container and every command. */
+  env?: Readonly<Record<string, string>>;
+  /** An existing dockerode client (never closed here), or options for a new one. Default: the local engine. */
+  docker?: Docker | Docker.DockerOptions;
+  /** Owner tag put on the container's labels (for reaping orphans). Default: `ws`. */
+  owner?: string;
+  /**
+   * How the host reaches the gateway: `unix` (default), a socket in a host folder bind-mounted into
+   * the container; `tcp`, a port published on 127.0.0.1 only; `relay`, a command through the Engine API
+   * per request. Fixed when the container is created.
+   */
+  gatewayChannel?: DockerGatewayChannel;
+  /** Host folder for the gateway's socket and log. Default: `$XDG_RUNTIME_DIR` or the temp folder. */
+  hostRuntimeDir?: string;
+  /** Start the gateway when the image has node 18 or newer. Default: true. */
+  gateway?: boolean;
+  instructions?: string;
+  searchMode?: SearchMode;
+  modelInputTypes?: readonly string[];
+  defaultMcps?: readonly McpServerSpec[];
+  maxLiveStatefulMcps?: number;
+  skillPaths?: readonly string[];
+}
+
+/**
+ * A workspace in a Docker container: the container is named after the workspace id and labelled with
+ * it, re-attached by name (started if stopped, re-created with the same files if missing), and
+ * removed on `close()` (files persist in a bind-mounted host folder or a volume). Tool calls go
+ * through the in-container gateway, reached through a unix socket in a bind-mounted host folder, so
+ * they cost a fraction of a `docker exec`.
+ */
+export class DockerWorkspace extends WorkspaceEngine {
+  constructor(options: DockerWorkspaceOptions = {}) {
+    const workspaceId =
+      options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
+    super({
+      provider: new DockerProvider({
+        workspaceId,
+        image: options.image ?? DEFAULT_DOCKER_IMAGE,
+        hostWorkdir: options.hostWorkdir,
+        volume: options.volume,
+        env: options.env,
+        docker: options.docker,
+        owner: options.owner,
+        gatewayChannel: options.gatewayChannel,
+        hostRuntimeDir: options.hostRuntimeDir,
+        gateway: options.gateway,
+      }),
+      workspaceId,
+      ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
+      ...(options.searchMode !== undefined ? { searchMode: options.searchMode } : {}),
+      ...(options.modelInputTypes !== undefined ? { modelInputTypes: options.modelInputTypes } : {}),
+      ...(options.defaultMcps !== undefined ? { defaultMcps: options.defaultMcps } : {}),
+      ...(options.maxLiveStatefulMcps !== undefined
+        ? { maxLiveStatefulMcps: options.maxLiveStatefulMcps }
+        : {}),
+      ...(options.skillPaths !== undefined ? { skillPaths: options.skillPaths } : {}),
+    });
+  }
+
+  /** The container's name. */
+  get containerName(): string {
+    return (this.provider as DockerProvider).name;
+  }
+
+  /** Milliseconds the last initialize took to create or re-attach the container. */
+  get attachMs(): number | undefined {
+    return (this.provider as DockerProvider).attachMs;
+  }
+
+  /** Milliseconds the gateway took to install and start at the last initialize. */
+  get gatewayStartMs(): number | undefined {
+    return (this.provider as DockerProvider).gatewayStartMs;
+  }
+
+  /** Constructs and initializes a workspace in one step. */
+  static async open(
+    options: DockerWorkspaceOptions & { signal?: AbortSignal } = {},
+  ): Promise<DockerWorkspace> {
+    const workspace = new DockerWorkspace(options);
+    await workspace.initialize(options.signal ? { signal: options.signal } : {});
+    return workspace;
+  }
+}

@@ -1,0 +1,122 @@
+import { WsError } from '@ws/core';
+
+/**
+ * The little tar the Docker archive API needs: a streamed archive holding one file (and the folders
+ * above it), and a streamed reader of the first entry of an archive the API returns.
+ */
+
+function header(name: string, size: number, type: '0' | '5', mode: number): Uint8Array {
+  const block = new Uint8Array(512);
+  const put = (text: string, offset: number) => block.set(Buffer.from(text, 'utf8'), offset);
+  const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0');
+  let nameField = name;
+  let prefix = '';
+  if (Buffer.byteLength(name) > 100) {
+    // ustar splits long names at a slash: up to 155 bytes of prefix and 100 of name.
+    const cut = name.lastIndexOf('/', name.length - 1);
+    prefix = name.slice(0, cut);
+    nameField = name.slice(cut + 1);
+    if (Buffer.byteLength(prefix) > 155 || Buffer.byteLength(nameField) > 100) {
+      throw new WsError('INVALID_ARGUMENT', `The path ${name} is too long for the archive API`);
+    }
+  }
+  put(nameField, 0);
+  put(octal(mode, 8), 100);
+  put(octal(0, 8), 108);
+  put(octal(0, 8), 116);
+  if (size > 0o77777777777)
+    throw new WsError('LIMIT_EXCEEDED', 'Files over 8 GiB cannot be written through the archive API');
+  put(octal(size, 12), 124);
+  put(octal(Math.floor(Date.now() / 1000), 12), 136);
+  put('        ', 148);
+  put(type, 156);
+  put('ustar\u000000', 257);
+  put(prefix, 345);
+  let sum = 0;
+  for (const byte of block) sum += byte;
+  put(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
+  return block;
+}
+
+/**
+ * A tar stream of `directories` (relative, parents first) and one file of `size` bytes whose
+ * content comes from `content`. Fails when the content is not exactly `size` bytes.
+ */
+export async function* tarOneFile(
+  directories: readonly string[],
+  file: string,
+  size: number,
+  mode: number,
+  content: AsyncIterable<Uint8Array>,
+): AsyncIterable<Uint8Array> {
+  for (const directory of directories) yield header(`${directory}/`, 0, '5', 0o755);
+  yield header(file, size, '0', mode);
+  let written = 0;
+  for await (const chunk of content) {
+    written += chunk.byteLength;
+    if (written > size) throw new WsError('INVALID_ARGUMENT', 'The content is longer than announced');
+    yield chunk;
+  }
+  if (written !== size) throw new WsError('INVALID_ARGUMENT', 'The content is shorter than announced');
+  const padding = (512 - (size % 512)) % 512;
+  if (padding > 0) yield new Uint8Array(padding);
+  yield new Uint8Array(1024);
+}
+
+/** The first entry of a tar stream: its type and, for a regular file, its bytes as they stream. */
+export interface FirstEntry {
+  readonly type: 'file' | 'directory' | 'other';
+  readonly size: number;
+  readonly content: AsyncIterable<Uint8Array>;
+}
+
+/** Reads the first entry of a tar stream (skipping pax and GNU long-name headers). */
+export async function firstTarEntry(source: AsyncIterable<Uint8Array>): Promise<FirstEntry> {
+  const iterator = source[Symbol.asyncIterator]();
+  let buffer: Buffer = Buffer.alloc(0);
+  const fill = async (length: number): Promise<boolean> => {
+    while (buffer.length < length) {
+      const next = await iterator.next();
+      if (next.done) return false;
+      buffer = buffer.length === 0 ? Buffer.from(next.value) : Buffer.concat([buffer, next.value]);
+    }
+    return true;
+  };
+  for (;;) {
+    if (!(await fill(512))) throw new WsError('BACKEND_ERROR', 'The archive ended before its first entry');
+    const block = buffer.subarray(0, 512);
+    const size = Number.parseInt(
+      block.subarray(124, 136).toString('latin1').replace(/\0.*$/s, '').trim() || '0',
+      8,
+    );
+    const type = String.fromCharCode(block[156] || 48);
+    buffer = buffer.subarray(512);
+    if (type === 'x' || type === 'g' || type === 'L' || type === 'K') {
+      const skip = Math.ceil(size / 512) * 512;
+      if (!(await fill(skip))) throw new WsError('BACKEND_ERROR', 'The archive ended inside a header');
+      buffer = buffer.subarray(skip);
+      continue;
+    }
+    const kind = type === '0' || type === '7' ? 'file' : type === '5' ? 'directory' : 'other';
+    const leftover = buffer;
+    const content: AsyncIterable<Uint8Array> = {
+      async *[Symbol.asyncIterator]() {
+        let remaining = kind === 'file' ? size : 0;
+        let pending: Buffer = leftover;
+        while (remaining > 0) {
+          if (pending.length === 0) {
+            const next = await iterator.next();
+            if (next.done) throw new WsError('BACKEND_ERROR', 'The archive ended inside the file');
+            pending = Buffer.from(next.value);
+          }
+          const take = Math.min(remaining, pending.length);
+          yield pending.subarray(0, take);
+          pending = pending.subarray(take);
+          remaining -= take;
+        }
+        await iterator.return?.();
+      },
+    };
+    return { type: kind, size, content };
+  }
+}

@@ -1,0 +1,36 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { registerConformanceSuite } from '@ws/contract-tests';
+import { generateId } from '@ws/core';
+import Docker from 'dockerode';
+import { afterAll } from 'vitest';
+import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, LABELS } from '../src/index.js';
+
+const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
+const base = mkdtempSync(join(tmpdir(), 'ws-docker-conformance-'));
+// Every container of this run carries this owner tag, so the run can remove what it left.
+const owner = `ws-test-${generateId().slice(0, 8)}`;
+
+afterAll(async () => {
+  const docker = new Docker();
+  const leftovers = await docker
+    .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
+    .catch(() => []);
+  await Promise.all(
+    leftovers.map((info) =>
+      docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
+  rmSync(base, { recursive: true, force: true });
+}, 120_000);
+
+await registerConformanceSuite({
+  name: 'docker',
+  skipReason: () => dockerProblem(image),
+  create: ({ workspaceId, ...options }) =>
+    new DockerWorkspace({ ...options, image, owner, hostWorkdir: join(base, workspaceId), workspaceId }),
+});

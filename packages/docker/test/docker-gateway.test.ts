@@ -1,0 +1,132 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { generateId, isWsError } from '@ws/core';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DOCKER_IMAGE, DockerSandbox, DockerWorkspace, dockerProblem, LABELS } from '../src/index.js';
+
+const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
+const bare = `${image}-bare`;
+const problem = await dockerProblem(image);
+const bareProblem = problem ?? (await dockerProblem(bare));
+const docker = new Docker();
+const base = mkdtempSync(join(tmpdir(), 'ws-docker-gw-'));
+const owner = `ws-test-${generateId().slice(0, 8)}`;
+
+afterAll(async () => {
+  const leftovers = await docker
+    .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
+    .catch(() => []);
+  await Promise.all(
+    leftovers.map((info) =>
+      docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
+  rmSync(base, { recursive: true, force: true });
+}, 120_000);
+
+const SERVER = `let b='';process.stdin.on('data',c=>{b+=c;let i;while((i=b.indexOf('\\n'))>=0){const m=JSON.parse(b.slice(0,i));b=b.slice(i+1);
+if(m.id===undefined)continue;let r={};if(m.method==='initialize')r={protocolVersion:m.params.protocolVersion,capabilities:{tools:{}},serverInfo:{name:'d',version:'1'}};
+else if(m.method==='tools/list')r={tools:[{name:'host',inputSchema:{type:'object'}}]};else if(m.method==='tools/call')r={content:[{type:'text',text:require('os').hostname()}]};
+process.stdout.write(JSON.stringify({jsonrpc:'2.0',id:m.id,result:r})+'\\n');}});`;
+
+describe.skipIf(problem !== undefined)('docker gateway channels', () => {
+  for (const gatewayChannel of ['unix', 'tcp', 'relay'] as const) {
+    it(`runs commands, files and MCP through the ${gatewayChannel} channel`, async () => {
+      const workspaceId = `channel-${gatewayChannel}-${generateId().slice(0, 6)}`;
+      const workspace = await DockerWorkspace.open({
+        image,
+        owner,
+        workspaceId,
+        hostWorkdir: join(base, workspaceId),
+        gatewayChannel,
+      });
+      try {
+        const sandbox = workspace.getSandbox();
+        expect((await sandbox.exec(['sh', '-c', 'echo $((20 + 22))'])).stdoutText).toBe('42\n');
+        await sandbox.writeFile('server.js', SERVER);
+        await workspace.addMcp({
+          name: 'inside',
+          transport: { type: 'stdio', command: 'node', args: ['server.js'] },
+        });
+        const [client] = await workspace.listMcps();
+        const hostname = (await client!.callTool('host', {})).content[0];
+        expect(hostname).toMatchObject({ type: 'text' });
+        // The MCP server runs in the container, whose hostname is its short id, not the host's.
+        const containerId = (await docker.getContainer(workspace.containerName).inspect()).Id;
+        expect(containerId.startsWith((hostname as { text: string }).text)).toBe(true);
+        if (gatewayChannel === 'tcp') {
+          const info = await docker.getContainer(workspace.containerName).inspect();
+          const bindings = Object.values(info.HostConfig.PortBindings ?? {}).flat() as { HostIp: string }[];
+          expect(bindings.map((binding) => binding.HostIp)).toEqual(['127.0.0.1']);
+        }
+      } finally {
+        await workspace.destroy();
+      }
+    }, 120_000);
+  }
+
+  it('reads and writes files of a stopped container through the archive API', async () => {
+    const workspaceId = `stopped-${generateId().slice(0, 6)}`;
+    const workspace = await DockerWorkspace.open({ image, owner, workspaceId, gateway: false });
+    try {
+      await workspace.getSandbox().writeFile('deep/er/file.bin', Uint8Array.from([0, 1, 2, 255]));
+      const container = docker.getContainer(workspace.containerName);
+      await container.stop({ t: 0 });
+      const direct = new DockerSandbox(container, workspace.containerName, {});
+      expect([...(await direct.readFile('/workspace/deep/er/file.bin'))]).toEqual([0, 1, 2, 255]);
+      await direct.writeFile('/workspace/new/written.txt', 'while stopped');
+      expect(
+        isWsError(await direct.readFile('/workspace/nope').catch((error: unknown) => error), 'NOT_FOUND'),
+      ).toBe(true);
+      await container.start();
+      expect(new TextDecoder().decode(await direct.readFile('/workspace/new/written.txt'))).toBe(
+        'while stopped',
+      );
+    } finally {
+      await workspace.destroy();
+    }
+  }, 120_000);
+});
+
+describe.skipIf(bareProblem !== undefined)('docker on an image without node or ripgrep', () => {
+  it('runs commands and every built-in tool, and says MCP is unsupported', async () => {
+    const workspace = await DockerWorkspace.open({
+      image: bare,
+      owner,
+      workspaceId: `bare-${generateId().slice(0, 6)}`,
+    });
+    try {
+      expect(workspace.capabilities.mcp).toBe(false);
+      const tools = Object.fromEntries((await workspace.listTools()).map((tool) => [tool.name, tool]));
+      expect((await tools.Bash!.call({ command: 'command -v node rg || echo none' })).content).toEqual([
+        { type: 'text', text: 'none\n' },
+      ]);
+      expect(
+        (await tools.Write!.call({ file_path: '/workspace/src/app.ts', content: 'const answer = 41;\n' }))
+          .isError,
+      ).toBe(false);
+      expect((await tools.Read!.call({ file_path: '/workspace/src/app.ts' })).isError).toBe(false);
+      expect(
+        (await tools.Edit!.call({ file_path: '/workspace/src/app.ts', old_string: '41', new_string: '42' }))
+          .isError,
+      ).toBe(false);
+      expect((await tools.Glob!.call({ pattern: '**/*.ts' })).content).toEqual([
+        { type: 'text', text: '/workspace/src/app.ts' },
+      ]);
+      expect((await tools.Grep!.call({ pattern: 'answer = 4\\d', output_mode: 'content' })).content).toEqual([
+        { type: 'text', text: '/workspace/src/app.ts:1:const answer = 42;' },
+      ]);
+      const failure = await workspace
+        .addMcp({ name: 'x', transport: { type: 'stdio', command: 'node' } })
+        .catch((error: unknown) => error);
+      expect(isWsError(failure, 'CAPABILITY_UNSUPPORTED')).toBe(true);
+    } finally {
+      await workspace.destroy();
+    }
+  }, 180_000);
+});

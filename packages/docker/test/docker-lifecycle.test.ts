@@ -1,0 +1,128 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateId, isWsError } from '@ws/core';
+import Docker from 'dockerode';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, LABELS } from '../src/index.js';
+
+const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
+const problem = await dockerProblem(image);
+if (problem) console.warn(`[docker] skipped: ${problem}`);
+const docker = new Docker();
+const base = mkdtempSync(join(tmpdir(), 'ws-docker-life-'));
+const owner = `ws-test-${generateId().slice(0, 8)}`;
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+afterAll(async () => {
+  const leftovers = await docker
+    .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
+    .catch(() => []);
+  await Promise.all(
+    leftovers.map((info) =>
+      docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .catch(() => {}),
+    ),
+  );
+  rmSync(base, { recursive: true, force: true });
+}, 120_000);
+
+async function rejection(action: () => Promise<unknown>): Promise<unknown> {
+  try {
+    await action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error('expected a rejection');
+}
+
+const containersOf = async (workspaceId: string) =>
+  docker.listContainers({ all: true, filters: { label: [`${LABELS.id}=${workspaceId}`] } });
+
+describe.skipIf(problem !== undefined)('docker lifecycle', () => {
+  for (const storage of ['hostWorkdir', 'volume'] as const) {
+    it(`recovers from a container removed from outside, files intact (${storage})`, async () => {
+      const workspaceId = `removed-${storage}-${generateId().slice(0, 6)}`;
+      const where =
+        storage === 'hostWorkdir'
+          ? { hostWorkdir: join(base, workspaceId) }
+          : { volume: `ws-test-${workspaceId}` };
+      const workspace = await DockerWorkspace.open({ image, owner, workspaceId, ...where });
+      try {
+        await workspace.getSandbox().writeFile('kept.txt', 'survives');
+        expect(
+          isWsError(await rejection(() => workspace.getSandbox().readFile('missing.txt')), 'NOT_FOUND'),
+        ).toBe(true);
+        await docker.getContainer(workspace.containerName).remove({ force: true });
+        const failure = await rejection(() => workspace.getSandbox().readFile('kept.txt'));
+        expect(isWsError(failure, 'BACKEND_UNAVAILABLE'), String(failure)).toBe(true);
+        const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash')!;
+        expect((await bash.call({ command: 'true' })).isError).toBe(true);
+        await workspace.initialize();
+        expect(new TextDecoder().decode(await workspace.getSandbox().readFile('kept.txt'))).toBe('survives');
+        expect((await bash.call({ command: 'cat kept.txt' })).content).toEqual([
+          { type: 'text', text: 'survives' },
+        ]);
+        expect(await containersOf(workspaceId)).toHaveLength(1);
+      } finally {
+        await workspace.destroy();
+      }
+      expect(await containersOf(workspaceId)).toHaveLength(0);
+      if (storage === 'volume') {
+        const volumes = await docker.listVolumes();
+        expect(volumes.Volumes?.some((volume) => volume.Name === `ws-test-${workspaceId}`)).toBe(false);
+      }
+    }, 120_000);
+  }
+
+  it('puts two workspace objects with one id, in two processes, on one container', async () => {
+    if (!existsSync(built)) throw new Error(`${built} is missing: build the packages first (npm test does)`);
+    const workspaceId = `shared-${generateId().slice(0, 6)}`;
+    const hostWorkdir = join(base, workspaceId);
+    const script = `
+      import { DockerWorkspace } from ${JSON.stringify(built)};
+      const workspace = await DockerWorkspace.open({ image: ${JSON.stringify(image)}, owner: ${JSON.stringify(owner)}, workspaceId: ${JSON.stringify(workspaceId)}, hostWorkdir: ${JSON.stringify(hostWorkdir)} });
+      await workspace.getSandbox().writeFile('from-' + process.argv[1] + '.txt', process.argv[1]);
+      console.log(workspace.containerName);
+      process.exit(0);
+    `;
+    const run = (label: string) =>
+      new Promise<string>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script, label], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let out = '';
+        let err = '';
+        child.stdout.on('data', (chunk) => {
+          out += chunk;
+        });
+        child.stderr.on('data', (chunk) => {
+          err += chunk;
+        });
+        child.once('close', (code) => (code === 0 ? resolve(out.trim()) : reject(new Error(err))));
+      });
+    const names = await Promise.all([run('a'), run('b')]);
+    expect(names[0]).toBe(names[1]);
+    expect(await containersOf(workspaceId)).toHaveLength(1);
+    expect(readFileSync(join(hostWorkdir, 'from-a.txt'), 'utf8')).toBe('a');
+    expect(readFileSync(join(hostWorkdir, 'from-b.txt'), 'utf8')).toBe('b');
+  }, 120_000);
+
+  it('closes by removing the container and keeping the bind-mounted files; re-attaches to a running one', async () => {
+    const workspaceId = `closing-${generateId().slice(0, 6)}`;
+    const hostWorkdir = join(base, workspaceId);
+    const first = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir });
+    const second = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir });
+    await first.getSandbox().writeFile('a.txt', 'one');
+    await first.close();
+    // The other object still uses the container, so it stays.
+    expect(new TextDecoder().decode(await second.getSandbox().readFile('a.txt'))).toBe('one');
+    await second.close();
+    expect(await containersOf(workspaceId)).toHaveLength(0);
+    expect(readFileSync(join(hostWorkdir, 'a.txt'), 'utf8')).toBe('one');
+  }, 120_000);
+});
