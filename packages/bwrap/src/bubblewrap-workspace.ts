@@ -1,8 +1,8 @@
-import { type McpServerSpec, type SearchMode, WorkspaceEngine } from '@ws/core';
+import { type CommonWorkspaceOptions, engineOptions, WorkspaceEngine } from '@ws/core';
 import { BwrapProvider } from './bwrap-provider.js';
 
 /** Options of {@link BubblewrapWorkspace}. */
-export interface BubblewrapWorkspaceOptions {
+export interface BubblewrapWorkspaceOptions extends CommonWorkspaceOptions {
   /**
    * Host directory bound at `/workspace` (created with mode 0700); the workspace is persistent and
    * re-attaches to it. Without one, a private temporary directory is used and removed on close.
@@ -10,8 +10,6 @@ export interface BubblewrapWorkspaceOptions {
   hostWorkdir?: string;
   /** Where the gateway bundle is kept on the host. Default: `$XDG_CACHE_HOME/ws/bwrap`. Must not overlap the workdir. */
   hostCacheDir?: string;
-  /** The workspace id (one safe path segment). Default: a random 32-hex-digit id. */
-  workspaceId?: string;
   /** Variables for every command; the fixed base (HOME, PATH, TMPDIR, LANG, PWD) wins over them. */
   env?: Readonly<Record<string, string>>;
   /**
@@ -26,18 +24,6 @@ export interface BubblewrapWorkspaceOptions {
   bwrapPath?: string;
   /** Start the in-sandbox gateway when the sandbox has node 18 or newer. Default: true. */
   gateway?: boolean;
-  /** The `<workspace>` prompt template (placeholders `{backend}`, `{workdir}`). */
-  instructions?: string;
-  /** How Grep and Glob search: `auto`, `ripgrep` or `posix`. */
-  searchMode?: SearchMode;
-  /** Media types the model accepts; Read returns these as images or documents. */
-  modelInputTypes?: readonly string[];
-  /** MCP servers every (agent, session) scope starts with; they run inside the sandbox. */
-  defaultMcps?: readonly McpServerSpec[];
-  /** Most live stateful MCP connections across scopes. */
-  maxLiveStatefulMcps?: number;
-  /** Host folders holding a SKILL.md, copied into `skills/.seed` when the seed is empty. */
-  skillPaths?: readonly string[];
 }
 
 /**
@@ -52,6 +38,7 @@ export interface BubblewrapWorkspaceOptions {
 export class BubblewrapWorkspace extends WorkspaceEngine {
   constructor(options: BubblewrapWorkspaceOptions = {}) {
     super({
+      ...engineOptions(options),
       provider: new BwrapProvider({
         hostWorkdir: options.hostWorkdir,
         hostCacheDir: options.hostCacheDir,
@@ -61,15 +48,6 @@ export class BubblewrapWorkspace extends WorkspaceEngine {
         bwrapPath: options.bwrapPath,
         gateway: options.gateway,
       }),
-      ...(options.workspaceId !== undefined ? { workspaceId: options.workspaceId } : {}),
-      ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
-      ...(options.searchMode !== undefined ? { searchMode: options.searchMode } : {}),
-      ...(options.modelInputTypes !== undefined ? { modelInputTypes: options.modelInputTypes } : {}),
-      ...(options.defaultMcps !== undefined ? { defaultMcps: options.defaultMcps } : {}),
-      ...(options.maxLiveStatefulMcps !== undefined
-        ? { maxLiveStatefulMcps: options.maxLiveStatefulMcps }
-        : {}),
-      ...(options.skillPaths !== undefined ? { skillPaths: options.skillPaths } : {}),
     });
   }
 

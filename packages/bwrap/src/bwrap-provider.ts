@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, open, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import {
+  assertDeletableHostDir,
   type CallOptions,
   completeSandbox,
   type GatewayLauncher,
@@ -16,6 +17,7 @@ import {
   type ProviderSession,
   probeNode,
   readGatewayAsset,
+  readHostFileTail,
   sha256Hex,
   spawnHostProcess,
   throwIfAborted,
@@ -237,19 +239,7 @@ export class BwrapProvider implements Provider {
         };
         return launched;
       },
-      logTail: async () => {
-        const handle = await open(log, 'r').catch(() => undefined);
-        if (!handle) return '';
-        try {
-          const { size } = await handle.stat();
-          const length = Math.min(size, LOG_TAIL_BYTES);
-          const buffer = Buffer.alloc(length);
-          await handle.read(buffer, 0, length, size - length);
-          return buffer.toString('utf8');
-        } finally {
-          await handle.close();
-        }
-      },
+      logTail: () => readHostFileTail(log, LOG_TAIL_BYTES),
     };
   }
 
@@ -263,15 +253,7 @@ export class BwrapProvider implements Provider {
   }
 
   async destroy(): Promise<void> {
-    const workdir = this.options.hostWorkdir === undefined ? undefined : resolve(this.options.hostWorkdir);
-    if (!workdir) return;
-    const cwd = resolve(process.cwd());
-    if (workdir === '/' || workdir === homedir() || workdir === cwd || cwd.startsWith(workdir + sep)) {
-      throw new WsError(
-        'PERMISSION_DENIED',
-        `Refusing to delete ${workdir}: it is the root, the home directory or holds the current directory`,
-      );
-    }
-    await rm(workdir, { recursive: true, force: true });
+    if (this.options.hostWorkdir === undefined) return;
+    await rm(assertDeletableHostDir(this.options.hostWorkdir), { recursive: true, force: true });
   }
 }

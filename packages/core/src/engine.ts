@@ -18,36 +18,14 @@ import type { Tool } from './tool.js';
 import { createBuiltinTools } from './tools/builtin-tools.js';
 import { ReadCache } from './tools/read-cache.js';
 import { DEFAULT_MODEL_INPUT_TYPES } from './tools/read-tool.js';
-import { type SearchMode, SearchTools } from './tools/search-tools.js';
+import { SearchTools } from './tools/search-tools.js';
 import type { CallOptions, Workspace, WorkspaceCapabilities, WorkspaceState } from './workspace.js';
+import type { CommonWorkspaceOptions } from './workspace-options.js';
 
-/** Options of {@link WorkspaceEngine}; public workspace classes pass theirs through. */
-export interface WorkspaceEngineOptions {
+/** Options of {@link WorkspaceEngine}: the common ones plus the backend's provider. */
+export interface WorkspaceEngineOptions extends CommonWorkspaceOptions {
   /** The backend's provider. */
   provider: Provider;
-  /** The workspace id; one path segment (see `validateId`). Default: a random 32-hex-digit id. */
-  workspaceId?: string;
-  /**
-   * The `<workspace>` prompt template returned by `getInstructions()`, with `{backend}` and
-   * `{workdir}` placeholders. Default: {@link DEFAULT_WORKSPACE_INSTRUCTIONS}.
-   */
-  instructions?: string;
-  /**
-   * How Grep and Glob search: `auto` (default) uses ripgrep when the sandbox has `rg` and `find` +
-   * `grep` otherwise; `ripgrep` or `posix` force one.
-   */
-  searchMode?: SearchMode;
-  /**
-   * Media types the model accepts as input; Read returns files of these types as images or
-   * documents (`image/*` wildcards allowed). Default: PNG, JPEG, GIF and WebP images.
-   */
-  modelInputTypes?: readonly string[];
-  /** MCP servers every scope starts with (each scope gets its own copies). */
-  defaultMcps?: readonly McpServerSpec[];
-  /** Most live stateful MCP connections across scopes. Default: max(40, 2 × stateful defaults). */
-  maxLiveStatefulMcps?: number;
-  /** Host folders (each holding a SKILL.md) copied into `skills/.seed` when the seed is empty. */
-  skillPaths?: readonly string[];
 }
 
 /**

@@ -22,6 +22,7 @@ export type {
   GatewayMcpConnect,
 } from './gateway/protocol.js';
 export { GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
+export { assertDeletableHostDir, readHostFileTail } from './host-paths.js';
 export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './host-process.js';
 export { assertArgv, killGroup, runHostCommand, spawnHostProcess } from './host-process.js';
 export { generateId, isValidId, MAX_ID_BYTES, validateId } from './ids.js';
@@ -137,3 +138,5 @@ export type {
   WorkspaceResources,
   WorkspaceState,
 } from './workspace.js';
+export type { CommonWorkspaceOptions } from './workspace-options.js';
+export { engineOptions } from './workspace-options.js';

@@ -1,4 +1,10 @@
-import { generateId, type McpServerSpec, type SearchMode, validateId, WorkspaceEngine } from '@ws/core';
+import {
+  type CommonWorkspaceOptions,
+  engineOptions,
+  generateId,
+  validateId,
+  WorkspaceEngine,
+} from '@ws/core';
 import type Docker from 'dockerode';
 import { type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
 
@@ -6,15 +12,13 @@ import { type DockerGatewayChannel, DockerProvider } from './docker-provider.js'
 export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
 
 /** Options of {@link DockerWorkspace}. */
-export interface DockerWorkspaceOptions {
+export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   /** The image; any image with `sh` works (without `node` there is no gateway and no MCP). Default: {@link DEFAULT_DOCKER_IMAGE}. */
   image?: string;
   /** Host directory bind-mounted at `/workspace`: files persist on the host. */
   hostWorkdir?: string;
   /** Named volume mounted at `/workspace`: files persist in the volume (`destroy()` removes it). */
   volume?: string;
-  /** The workspace id; names the container (`ws_<id>`) and labels it. Default: a random id. */
-  workspaceId?: string;
   /** Variables for the container and every command. */
   env?: Readonly<Record<string, string>>;
   /** An existing dockerode client (never closed here), or options for a new one. Default: the local engine. */
@@ -31,12 +35,6 @@ export interface DockerWorkspaceOptions {
   hostRuntimeDir?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
   gateway?: boolean;
-  instructions?: string;
-  searchMode?: SearchMode;
-  modelInputTypes?: readonly string[];
-  defaultMcps?: readonly McpServerSpec[];
-  maxLiveStatefulMcps?: number;
-  skillPaths?: readonly string[];
 }
 
 /**
@@ -51,6 +49,8 @@ export class DockerWorkspace extends WorkspaceEngine {
     const workspaceId =
       options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
     super({
+      ...engineOptions(options),
+      workspaceId,
       provider: new DockerProvider({
         workspaceId,
         image: options.image ?? DEFAULT_DOCKER_IMAGE,
@@ -63,15 +63,6 @@ export class DockerWorkspace extends WorkspaceEngine {
         hostRuntimeDir: options.hostRuntimeDir,
         gateway: options.gateway,
       }),
-      workspaceId,
-      ...(options.instructions !== undefined ? { instructions: options.instructions } : {}),
-      ...(options.searchMode !== undefined ? { searchMode: options.searchMode } : {}),
-      ...(options.modelInputTypes !== undefined ? { modelInputTypes: options.modelInputTypes } : {}),
-      ...(options.defaultMcps !== undefined ? { defaultMcps: options.defaultMcps } : {}),
-      ...(options.maxLiveStatefulMcps !== undefined
-        ? { maxLiveStatefulMcps: options.maxLiveStatefulMcps }
-        : {}),
-      ...(options.skillPaths !== undefined ? { skillPaths: options.skillPaths } : {}),
     });
   }
 

@@ -1,13 +1,11 @@
 import { mkdir, rm } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { resolve, sep } from 'node:path';
 import {
+  assertDeletableHostDir,
   type CallOptions,
   fromErrno,
   type Provider,
   type ProviderSession,
   throwIfAborted,
-  WsError,
 } from '@ws/core';
 import { LocalSandbox, type LocalSandboxOptions } from './local-sandbox.js';
 import { HostMcpConnector } from './mcp-host-connector.js';
@@ -50,18 +48,6 @@ export class LocalProvider implements Provider {
   }
 
   async destroy(): Promise<void> {
-    const workdir = this.expectedWorkdir;
-    const protectedPaths = new Set(['/', homedir(), resolve(process.cwd())]);
-    const cwd = resolve(process.cwd());
-    if (protectedPaths.has(workdir) || cwd.startsWith(workdir + sep)) {
-      throw new WsError(
-        'PERMISSION_DENIED',
-        `Refusing to delete ${workdir}: it is the root, the home directory or holds the current directory`,
-        {
-          details: { path: workdir },
-        },
-      );
-    }
-    await rm(workdir, { recursive: true, force: true });
+    await rm(assertDeletableHostDir(this.expectedWorkdir), { recursive: true, force: true });
   }
 }
