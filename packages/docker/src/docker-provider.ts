@@ -1,9 +1,10 @@
-import { createHash } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
-import { join, resolve, sep } from 'node:path';
+import { createHash, randomBytes } from 'node:crypto';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
 import {
+  assertDeletableHostDir,
   type CallOptions,
   completeSandbox,
   type GatewayChannel,
@@ -16,6 +17,7 @@ import {
   type ProviderSession,
   probeNode,
   readGatewayAsset,
+  readHostFileTail,
   throwIfAborted,
   WsError,
 } from '@ws/core';
@@ -78,6 +80,8 @@ export class DockerProvider implements Provider {
   private readonly docker: Docker;
   private container: Docker.Container | undefined;
   private link: GatewayLink | undefined;
+  /** Shows other workspace objects that this one still uses the container when no gateway runs. */
+  private lease: { stream: Duplex; file: string } | undefined;
   /** Milliseconds the last open took to create or re-attach the container (before the gateway). */
   attachMs: number | undefined;
   /** Milliseconds the gateway took to install and answer its first health check at the last open. */
@@ -112,6 +116,7 @@ export class DockerProvider implements Provider {
         { cause: error },
       );
     }
+    await this.releaseLease();
     const runtime = this.runtimeDir();
     await mkdir(runtime, { recursive: true, mode: 0o700 });
     await chmod(runtime, 0o700);
@@ -121,11 +126,17 @@ export class DockerProvider implements Provider {
     this.container = container;
     this.attachMs = performance.now() - started;
     const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {});
-    if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR };
+    if (this.options.gateway === false) {
+      await this.takeLease(container, runtime);
+      return { sandbox, workdir: CONTAINER_WORKDIR };
+    }
     const complete = completeSandbox(sandbox);
     const gatewayStarted = performance.now();
     const node = await this.nodeOf(container, complete, runtime, options);
-    if (!node) return { sandbox, workdir: CONTAINER_WORKDIR };
+    if (!node) {
+      await this.takeLease(container, runtime);
+      return { sandbox, workdir: CONTAINER_WORKDIR };
+    }
     const bundlePath = await installGateway(
       complete,
       GATEWAY_HOME,
@@ -141,6 +152,50 @@ export class DockerProvider implements Provider {
       workdir: CONTAINER_WORKDIR,
       mcp: new GatewayMcpConnector(link),
     };
+  }
+
+  /**
+   * Marks this object as a user of the container with no gateway to show it: an attached `cat` whose
+   * pid sits in the runtime folder. It ends when the connection does, so a host process that dies
+   * releases its lease on its own.
+   */
+  private async takeLease(container: Docker.Container, runtime: string): Promise<void> {
+    const name = `lease-${randomBytes(8).toString('hex')}.pid`;
+    try {
+      const exec = await container.exec({
+        Cmd: [
+          'sh',
+          '-c',
+          'echo $$ > "$1" && echo ready && exec cat >/dev/null',
+          'sh',
+          `${GATEWAY_RUN}/${name}`,
+        ],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+      stream.on('error', () => {});
+      await new Promise<void>((ready, failed) => {
+        stream.once('data', () => ready());
+        stream.once('close', () => failed(new Error('the lease command ended at once')));
+      });
+      stream.resume();
+      this.lease = { stream, file: join(runtime, name) };
+    } catch (error) {
+      throw await new DockerSandbox(container, this.name, {}).translate(
+        error,
+        'taking a lease on the container',
+      );
+    }
+  }
+
+  private async releaseLease(): Promise<void> {
+    const lease = this.lease;
+    this.lease = undefined;
+    if (!lease) return;
+    await rm(lease.file, { force: true }).catch(() => {});
+    lease.stream.destroy();
   }
 
   /**
@@ -341,19 +396,7 @@ export class DockerProvider implements Provider {
           },
         };
       },
-      logTail: async () => {
-        const handle = await open(log, 'r').catch(() => undefined);
-        if (!handle) return '';
-        try {
-          const { size } = await handle.stat();
-          const length = Math.min(size, LOG_TAIL_BYTES);
-          const buffer = Buffer.alloc(length);
-          await handle.read(buffer, 0, length, size - length);
-          return buffer.toString('utf8');
-        } finally {
-          await handle.close();
-        }
-      },
+      logTail: () => readHostFileTail(log, LOG_TAIL_BYTES),
     };
   }
 
@@ -372,6 +415,7 @@ export class DockerProvider implements Provider {
     const link = this.link;
     this.link = undefined;
     await link?.stop().catch(() => {});
+    await this.releaseLease();
     if (container && this.options.hostWorkdir !== undefined && process.getuid && process.getuid() !== 0) {
       // Files written in the container belong to its root; hand them back to the host user.
       const owner = `${process.getuid()}:${process.getgid?.() ?? process.getuid()}`;
@@ -385,7 +429,8 @@ export class DockerProvider implements Provider {
         .catch(() => {});
     }
     // Workspace objects with the same id (in this process or another) share the container: the last
-    // one to close removes it. Each of them runs its own gateway, whose pid file shows it is there.
+    // one to close removes it. Each of them runs its own gateway or holds a lease, whose pid file
+    // shows it is there.
     if (container && (await this.othersAttached(container))) return;
     if (container) {
       await container.remove({ force: true }).catch((error: unknown) => {
@@ -399,10 +444,9 @@ export class DockerProvider implements Provider {
   }
 
   private async othersAttached(container: Docker.Container): Promise<boolean> {
-    const { readdir } = await import('node:fs/promises');
     const pids: string[] = [];
     for (const name of await readdir(this.runtimeDir()).catch(() => [] as string[])) {
-      if (!/^gateway-[0-9a-f]+\.pid$/.test(name)) continue;
+      if (!/^(gateway|lease)-[0-9a-f]+\.pid$/.test(name)) continue;
       const pid = (await readFile(join(this.runtimeDir(), name), 'utf8').catch(() => '')).trim();
       if (/^\d+$/.test(pid)) pids.push(pid);
     }
@@ -418,6 +462,7 @@ export class DockerProvider implements Provider {
   }
 
   async destroy(): Promise<void> {
+    await this.releaseLease();
     await this.docker
       .getContainer(this.name)
       .remove({ force: true })
@@ -436,15 +481,7 @@ export class DockerProvider implements Provider {
         });
     }
     if (this.options.hostWorkdir !== undefined) {
-      const workdir = resolve(this.options.hostWorkdir);
-      const cwd = resolve(process.cwd());
-      if (workdir === '/' || workdir === homedir() || workdir === cwd || cwd.startsWith(workdir + sep)) {
-        throw new WsError(
-          'PERMISSION_DENIED',
-          `Refusing to delete ${workdir}: it is the root, the home directory or holds the current directory`,
-        );
-      }
-      await rm(workdir, { recursive: true, force: true });
+      await rm(assertDeletableHostDir(this.options.hostWorkdir), { recursive: true, force: true });
     }
   }
 }

@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { posix } from 'node:path';
-import type { Duplex } from 'node:stream';
+import { type Duplex, Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import {
   abortError,
   assertArgv,
@@ -47,8 +51,12 @@ wait "$pid"; status=$?
 rm -f "$pidfile"
 exit "$status"`;
 
+// A negative pid names the process group; dash's kill takes no `--` before it.
 const KILL_SCRIPT =
-  'p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && { kill "-$2" -- "-$p" 2>/dev/null || kill "-$2" "$p" 2>/dev/null; }; true';
+  'p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && { kill "-$2" "-$p" 2>/dev/null || kill "-$2" "$p" 2>/dev/null; }; true';
+
+/** The directory flag of Go's file mode, as the archive API reports it. */
+const DIRECTORY_BIT = 0x80000000;
 
 type DockerError = Error & { statusCode?: number; json?: { message?: string } | null; reason?: string };
 
@@ -112,6 +120,12 @@ export class DockerSandbox implements Sandbox {
         );
       }
     }
+    if (/not a directory/i.test(message)) {
+      return new WsError('NOT_A_DIRECTORY', `${path ?? what}: a parent is not a directory`, {
+        cause: error,
+        details: { path },
+      });
+    }
     if (
       (error as NodeJS.ErrnoException)?.code === 'ECONNREFUSED' ||
       (error as NodeJS.ErrnoException)?.code === 'ENOENT'
@@ -126,28 +140,42 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+  /** Starts `argv` through the wrapper as an attached exec (stdout and stderr, stdin when asked). */
+  private async attach(
+    argv: readonly string[],
+    options: { cwd?: string; env?: Readonly<Record<string, string>>; signal?: AbortSignal },
+    withStdin: boolean,
+    what: 'exec' | 'spawn',
+  ): Promise<{ exec: Docker.Exec; stream: Duplex; pidFile: string; cwd: string }> {
     assertArgv(argv);
     throwIfAborted(options.signal);
     const cwd =
       options.cwd === undefined ? CONTAINER_WORKDIR : resolveSandboxPath(CONTAINER_WORKDIR, options.cwd);
-    const pidFile = `/tmp/.ws-exec-${randomUUID()}.pid`;
+    const pidFile = `/tmp/.ws-${what}-${randomUUID()}.pid`;
     const env = Object.entries({ ...this.env, ...options.env }).map(([name, value]) => `${name}=${value}`);
-    let exec: Docker.Exec;
-    let stream: Duplex;
     try {
-      exec = await this.container.exec({
+      const exec = await this.container.exec({
         Cmd: ['sh', '-c', WRAPPER, 'sh', cwd, pidFile, ...argv],
-        AttachStdin: options.stdin !== undefined,
+        AttachStdin: withStdin,
         AttachStdout: true,
         AttachStderr: true,
         Tty: false,
         ...(env.length > 0 ? { Env: env } : {}),
       });
-      stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as Duplex;
+      const stream = (await exec.start({ hijack: true, stdin: withStdin })) as Duplex;
+      return { exec, stream, pidFile, cwd };
     } catch (error) {
-      throw await this.translate(error, `exec ${argv[0]}`);
+      throw await this.translate(error, `${what} ${argv[0]}`);
     }
+  }
+
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const { exec, stream, pidFile, cwd } = await this.attach(
+      argv,
+      options,
+      options.stdin !== undefined,
+      'exec',
+    );
     let timedOut = false;
     let aborted = false;
     let killed = false;
@@ -212,27 +240,7 @@ export class DockerSandbox implements Sandbox {
 
   /** A long-lived process in the container (an attached `exec`), in its own process group. */
   async spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
-    assertArgv(argv);
-    throwIfAborted(options.signal);
-    const cwd =
-      options.cwd === undefined ? CONTAINER_WORKDIR : resolveSandboxPath(CONTAINER_WORKDIR, options.cwd);
-    const pidFile = `/tmp/.ws-spawn-${randomUUID()}.pid`;
-    const env = Object.entries({ ...this.env, ...options.env }).map(([name, value]) => `${name}=${value}`);
-    let exec: Docker.Exec;
-    let stream: Duplex;
-    try {
-      exec = await this.container.exec({
-        Cmd: ['sh', '-c', WRAPPER, 'sh', cwd, pidFile, ...argv],
-        AttachStdin: true,
-        AttachStdout: true,
-        AttachStderr: true,
-        Tty: false,
-        ...(env.length > 0 ? { Env: env } : {}),
-      });
-      stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-    } catch (error) {
-      throw await this.translate(error, `spawn ${argv[0]}`);
-    }
+    const { exec, stream, pidFile } = await this.attach(argv, options, true, 'spawn');
     const stdout = new ChunkQueue();
     const stderr = new ChunkQueue();
     const exited: Promise<ProcessExit> = demultiplex(stream, (channel, chunk) =>
@@ -318,19 +326,25 @@ export class DockerSandbox implements Sandbox {
     throwIfAborted(options.signal);
     let target = resolveSandboxPath(CONTAINER_WORKDIR, path);
     for (let hops = 0; hops < 40; hops++) {
+      // Ask about the path before fetching it: the engine serialises archive calls on a container,
+      // so a HEAD sent while an unread archive response is open would wait for it forever.
+      const stat = await this.statHeader(target).catch(() => undefined);
+      if (stat?.linkTarget) {
+        target = posix.resolve(posix.dirname(target), stat.linkTarget);
+        continue;
+      }
       let response: NodeJS.ReadableStream;
       try {
         response = await this.container.getArchive({ path: target });
       } catch (error) {
         throw await this.translate(error, `reading ${target}`, target);
       }
-      const stat = await this.statHeader(target).catch(() => undefined);
-      if (stat?.linkTarget) {
-        (response as unknown as Duplex).destroy();
-        target = posix.resolve(posix.dirname(target), stat.linkTarget);
-        continue;
-      }
-      const entry = await firstTarEntry(response as unknown as AsyncIterable<Uint8Array>);
+      const entry = await firstTarEntry(response as unknown as AsyncIterable<Uint8Array>).catch(
+        (error: unknown) => {
+          (response as unknown as Duplex).destroy();
+          throw error;
+        },
+      );
       if (entry.type === 'directory') {
         (response as unknown as Duplex).destroy();
         throw new WsError('IS_A_DIRECTORY', `Reading ${target} failed: it is a directory`, {
@@ -346,7 +360,6 @@ export class DockerSandbox implements Sandbox {
   async stat(path: string, options: FileOptions = {}): Promise<FileStat> {
     throwIfAborted(options.signal);
     let target = resolveSandboxPath(CONTAINER_WORKDIR, path);
-    const DIRECTORY = 0x80000000;
     for (let hops = 0; hops < 40; hops++) {
       let info: Awaited<ReturnType<DockerSandbox['statHeader']>>;
       try {
@@ -365,7 +378,7 @@ export class DockerSandbox implements Sandbox {
         continue;
       }
       return {
-        type: info.mode & DIRECTORY ? 'directory' : info.mode & 0x0e000000 ? 'other' : 'file',
+        type: info.mode & DIRECTORY_BIT ? 'directory' : info.mode & 0x0e000000 ? 'other' : 'file',
         size: info.size,
         mtimeMs: Date.parse(info.mtime),
         mode: info.mode & 0o7777,
@@ -395,6 +408,16 @@ export class DockerSandbox implements Sandbox {
         : undefined;
     } catch (error) {
       if ((error as DockerError)?.statusCode === 404) return undefined;
+      // A HEAD answer has no body to say why; the usual cause is a parent that is a file.
+      if ((error as DockerError)?.statusCode === 500 && path !== '/') {
+        const parent = await this.statHeader(posix.dirname(path)).catch(() => undefined);
+        if (parent && !(parent.mode & DIRECTORY_BIT) && !parent.linkTarget) {
+          throw new WsError('NOT_A_DIRECTORY', `${path}: ${posix.dirname(path)} is not a directory`, {
+            cause: error,
+            details: { path },
+          });
+        }
+      }
       throw error;
     }
   }
@@ -416,9 +439,21 @@ export class DockerSandbox implements Sandbox {
     source: AsyncIterable<Uint8Array>,
     options: WriteOptions = {},
   ): Promise<void> {
-    // The archive needs the size up front: a stream is gathered first (a tool's file, not a disk image).
-    const bytes = await collectBytes(source);
-    await this.writeFile(path, bytes, options);
+    // The archive announces the size before the bytes: spool the stream to a host file first, so a
+    // file of any size passes with flat memory.
+    const folder = await mkdtemp(posix.join(tmpdir(), 'ws-docker-spool-'));
+    const spool = posix.join(folder, 'data');
+    try {
+      await pipeline(
+        Readable.from(source),
+        createWriteStream(spool, { mode: 0o600 }),
+        options.signal ? { signal: options.signal } : {},
+      );
+      const { size } = await stat(spool);
+      await this.writeSized(path, size, createReadStream(spool, { highWaterMark: 1024 * 1024 }), options);
+    } finally {
+      await rm(folder, { recursive: true, force: true });
+    }
   }
 
   private async writeSized(
@@ -429,10 +464,9 @@ export class DockerSandbox implements Sandbox {
   ): Promise<void> {
     throwIfAborted(options.signal);
     const target = resolveSandboxPath(CONTAINER_WORKDIR, path);
-    const DIRECTORY = 0x80000000;
     try {
       const existing = await this.statHeader(target);
-      if (existing && existing.mode & DIRECTORY && !existing.linkTarget) {
+      if (existing && existing.mode & DIRECTORY_BIT && !existing.linkTarget) {
         throw new WsError('IS_A_DIRECTORY', `Writing ${target} failed: it is a directory`, {
           details: { path: target },
         });
@@ -443,7 +477,7 @@ export class DockerSandbox implements Sandbox {
       for (;;) {
         const info = await this.statHeader(base);
         if (info) {
-          if (!(info.mode & DIRECTORY) && !info.linkTarget) {
+          if (!(info.mode & DIRECTORY_BIT) && !info.linkTarget) {
             throw new WsError('NOT_A_DIRECTORY', `Writing ${target} failed: ${base} is not a directory`, {
               details: { path: target },
             });
@@ -456,7 +490,6 @@ export class DockerSandbox implements Sandbox {
       const directories = missing.map((_, index) => missing.slice(0, index + 1).join('/'));
       const name = [...missing, posix.basename(target)].join('/');
       const archive = tarOneFile(directories, name, size, options.mode ?? 0o644, content);
-      const { Readable } = await import('node:stream');
       await this.container.putArchive(Readable.from(archive), { path: base, noOverwriteDirNonDir: true });
     } catch (error) {
       throw await this.translate(error, `writing ${target}`, target);

@@ -103,18 +103,22 @@ export async function firstTarEntry(source: AsyncIterable<Uint8Array>): Promise<
       async *[Symbol.asyncIterator]() {
         let remaining = kind === 'file' ? size : 0;
         let pending: Buffer = leftover;
-        while (remaining > 0) {
-          if (pending.length === 0) {
-            const next = await iterator.next();
-            if (next.done) throw new WsError('BACKEND_ERROR', 'The archive ended inside the file');
-            pending = Buffer.from(next.value);
+        try {
+          while (remaining > 0) {
+            if (pending.length === 0) {
+              const next = await iterator.next();
+              if (next.done) throw new WsError('BACKEND_ERROR', 'The archive ended inside the file');
+              pending = Buffer.from(next.value);
+            }
+            const take = Math.min(remaining, pending.length);
+            yield pending.subarray(0, take);
+            pending = pending.subarray(take);
+            remaining -= take;
           }
-          const take = Math.min(remaining, pending.length);
-          yield pending.subarray(0, take);
-          pending = pending.subarray(take);
-          remaining -= take;
+        } finally {
+          // Also when the reader stops early: the source (an HTTP response) must not stay open.
+          await iterator.return?.();
         }
-        await iterator.return?.();
       },
     };
     return { type: kind, size, content };

@@ -34,3 +34,19 @@ await registerConformanceSuite({
   create: ({ workspaceId, ...options }) =>
     new DockerWorkspace({ ...options, image, owner, hostWorkdir: join(base, workspaceId), workspaceId }),
 });
+
+// The same suite with no gateway: every command through the Engine API's exec, every file through
+// the archive API (and core's POSIX fallbacks over exec), as on an image without node.
+await registerConformanceSuite({
+  name: 'docker (engine API only)',
+  skipReason: () => dockerProblem(image),
+  create: ({ workspaceId, ...options }) =>
+    new DockerWorkspace({
+      ...options,
+      image,
+      owner,
+      hostWorkdir: join(base, `bare-${workspaceId}`),
+      workspaceId,
+      gateway: false,
+    }),
+});

@@ -112,17 +112,39 @@ describe.skipIf(problem !== undefined)('docker lifecycle', () => {
     expect(readFileSync(join(hostWorkdir, 'from-b.txt'), 'utf8')).toBe('b');
   }, 120_000);
 
-  it('closes by removing the container and keeping the bind-mounted files; re-attaches to a running one', async () => {
-    const workspaceId = `closing-${generateId().slice(0, 6)}`;
+  for (const gateway of [true, false]) {
+    it(`closes by removing the container and keeping the bind-mounted files; re-attaches to a running one (gateway: ${gateway})`, async () => {
+      const workspaceId = `closing-${generateId().slice(0, 6)}`;
+      const hostWorkdir = join(base, workspaceId);
+      const first = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir, gateway });
+      const second = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir, gateway });
+      await first.getSandbox().writeFile('a.txt', 'one');
+      await first.close();
+      // The other object still uses the container, so it stays.
+      expect(new TextDecoder().decode(await second.getSandbox().readFile('a.txt'))).toBe('one');
+      await second.close();
+      expect(await containersOf(workspaceId)).toHaveLength(0);
+      expect(readFileSync(join(hostWorkdir, 'a.txt'), 'utf8')).toBe('one');
+    }, 120_000);
+  }
+
+  it('forgets a user whose process died without closing (no gateway)', async () => {
+    if (!existsSync(built)) throw new Error(`${built} is missing: build the packages first (npm test does)`);
+    const workspaceId = `dead-user-${generateId().slice(0, 6)}`;
     const hostWorkdir = join(base, workspaceId);
-    const first = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir });
-    const second = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir });
-    await first.getSandbox().writeFile('a.txt', 'one');
-    await first.close();
-    // The other object still uses the container, so it stays.
-    expect(new TextDecoder().decode(await second.getSandbox().readFile('a.txt'))).toBe('one');
-    await second.close();
+    const script = `
+      import { DockerWorkspace } from ${JSON.stringify(built)};
+      await DockerWorkspace.open({ image: ${JSON.stringify(image)}, owner: ${JSON.stringify(owner)}, workspaceId: ${JSON.stringify(workspaceId)}, hostWorkdir: ${JSON.stringify(hostWorkdir)}, gateway: false });
+      process.kill(process.pid, 'SIGKILL');
+    `;
+    await new Promise<void>((resolve) =>
+      spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' }).once('close', () =>
+        resolve(),
+      ),
+    );
+    expect(await containersOf(workspaceId)).toHaveLength(1);
+    const workspace = await DockerWorkspace.open({ image, owner, workspaceId, hostWorkdir, gateway: false });
+    await workspace.close();
     expect(await containersOf(workspaceId)).toHaveLength(0);
-    expect(readFileSync(join(hostWorkdir, 'a.txt'), 'utf8')).toBe('one');
   }, 120_000);
 });
