@@ -154,6 +154,12 @@ export function toolsSearchArea(context: AreaContext): void {
         for (const name of HOSTILE_NAMES) await sandbox.writeFile(`${base}/${name}`, 'x');
         const found = paths(okText(await glob.call({ pattern: '**/*', path: base }))).sort();
         expect(found).toEqual(HOSTILE_NAMES.map((name) => `${base}/${name}`).sort());
+        // A hostile name as the path argument itself.
+        const dir = `${base}/-dir with 'quotes' and \\ $HOME`;
+        await sandbox.writeFile(`${dir}/inside.txt`, 'x');
+        expect(paths(okText(await glob.call({ pattern: '*.txt', path: dir })))).toEqual([
+          `${dir}/inside.txt`,
+        ]);
       });
 
       searchCase(
@@ -312,6 +318,13 @@ export function toolsSearchArea(context: AreaContext): void {
         for (const name of HOSTILE_NAMES) await sandbox.writeFile(`${base}/${name}`, 'findme\n');
         const found = paths(okText(await grep.call({ pattern: 'findme', path: base, head_limit: 0 })));
         expect(found).toEqual(HOSTILE_NAMES.map((name) => `${base}/${name}`).sort());
+        // A hostile name as the path argument itself.
+        for (const name of HOSTILE_NAMES) {
+          expect(
+            okText(await grep.call({ pattern: 'findme', path: `${base}/${name}`, output_mode: 'count' })),
+            name,
+          ).toBe('1');
+        }
       });
     });
   }
