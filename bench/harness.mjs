@@ -55,32 +55,8 @@ export function ratioRow({ scenario, subject, floor, samples, target }) {
   };
 }
 
-/** Prints rows as an aligned table. */
-export function printTable(rows) {
-  const header = [
-    'scenario',
-    'subject',
-    'floor',
-    'n',
-    'subject med',
-    'floor med',
-    'subject p90',
-    'ratio',
-    'target',
-    '',
-  ];
-  const lines = rows.map((row) => [
-    row.scenario,
-    row.subject,
-    row.floor,
-    String(row.n),
-    `${row.subjectMedianMs.toFixed(3)} ms`,
-    `${row.floorMedianMs.toFixed(3)} ms`,
-    `${row.subjectP90Ms.toFixed(3)} ms`,
-    `${row.ratio.toFixed(3)}×`,
-    row.target === undefined ? '' : `≤ ${row.target}×`,
-    row.met === undefined ? '' : row.met ? 'met' : 'MISSED',
-  ]);
+/** Prints a header and rows of cells as an aligned table. */
+function printAligned(header, lines) {
   const widths = header.map((title, column) =>
     Math.max(title.length, ...lines.map((line) => line[column].length)),
   );
@@ -92,6 +68,25 @@ export function printTable(rows) {
   console.log(format(header));
   console.log(widths.map((width) => '-'.repeat(width)).join('  '));
   for (const line of lines) console.log(format(line));
+}
+
+/** Prints ratio rows as an aligned table. */
+export function printTable(rows) {
+  printAligned(
+    ['scenario', 'subject', 'floor', 'n', 'subject med', 'floor med', 'subject p90', 'ratio', 'target', ''],
+    rows.map((row) => [
+      row.scenario,
+      row.subject,
+      row.floor,
+      String(row.n),
+      `${row.subjectMedianMs.toFixed(3)} ms`,
+      `${row.floorMedianMs.toFixed(3)} ms`,
+      `${row.subjectP90Ms.toFixed(3)} ms`,
+      `${row.ratio.toFixed(3)}×`,
+      row.target === undefined ? '' : `≤ ${row.target}×`,
+      row.met === undefined ? '' : row.met ? 'met' : 'MISSED',
+    ]),
+  );
 }
 
 /** One measurement that is not a ratio (a peak memory, a cold start), with an optional ceiling. */
@@ -110,23 +105,14 @@ export function metricRow({ scenario, subject, value, unit, target }) {
 /** Prints metric rows as an aligned table. */
 export function printMetrics(rows) {
   if (rows.length === 0) return;
-  const header = ['scenario', 'subject', 'value', 'target', ''];
-  const lines = rows.map((row) => [
-    row.scenario,
-    row.subject,
-    `${row.value.toFixed(1)} ${row.unit}`,
-    row.target === undefined ? '' : `≤ ${row.target} ${row.unit}`,
-    row.met === undefined ? '' : row.met ? 'met' : 'MISSED',
-  ]);
-  const widths = header.map((title, column) =>
-    Math.max(title.length, ...lines.map((line) => line[column].length)),
+  printAligned(
+    ['scenario', 'subject', 'value', 'target', ''],
+    rows.map((row) => [
+      row.scenario,
+      row.subject,
+      `${row.value.toFixed(1)} ${row.unit}`,
+      row.target === undefined ? '' : `≤ ${row.target} ${row.unit}`,
+      row.met === undefined ? '' : row.met ? 'met' : 'MISSED',
+    ]),
   );
-  const format = (cells) =>
-    cells
-      .map((cell, column) => cell.padEnd(widths[column]))
-      .join('  ')
-      .trimEnd();
-  console.log(format(header));
-  console.log(widths.map((width) => '-'.repeat(width)).join('  '));
-  for (const line of lines) console.log(format(line));
 }
