@@ -103,14 +103,15 @@ export async function listFilesWithRipgrep(
       glob,
       ...excludes,
       '--',
-      base,
+      '.',
     ],
-    // ripgrep matches --glob patterns relative to its working directory, so that must be the base.
+    // ripgrep matches --glob patterns relative to its working directory, so that must be the base;
+    // listing "." there also keeps the paths (and the listing) short.
     { cwd: base, maxOutputBytes: LISTING_CAP_BYTES, ...(signal ? { signal } : {}) },
   );
   checkListing(result, `Listing ${base}`);
   if (result.stdout.byteLength === 0 && result.stderrText.trim() !== '') {
     throw new WsError('BACKEND_ERROR', `Listing ${base} failed: ${result.stderrText.trim()}`);
   }
-  return parseTimedRecords(result.stdout, base.endsWith('/') ? base : `${base}/`);
+  return parseTimedRecords(result.stdout, './');
 }
