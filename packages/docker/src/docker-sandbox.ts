@@ -322,6 +322,10 @@ export class DockerSandbox implements Sandbox {
     return collectBytes(await this.readStream(path, options));
   }
 
+  /**
+   * Streams a file out of the archive API. Read it to the end or stop iterating (which closes it):
+   * while the response is open and unread, the engine holds other archive calls on this container.
+   */
   async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
     throwIfAborted(options.signal);
     let target = resolveSandboxPath(CONTAINER_WORKDIR, path);
