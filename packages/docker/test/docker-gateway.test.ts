@@ -91,6 +91,35 @@ describe.skipIf(problem !== undefined)('docker gateway channels', () => {
       await workspace.destroy();
     }
   }, 120_000);
+
+  it('keeps file calls working after a reader stops a large archive read early', async () => {
+    const workspaceId = `early-stop-${generateId().slice(0, 6)}`;
+    const workspace = await DockerWorkspace.open({ image, owner, workspaceId, gateway: false });
+    try {
+      const sandbox = workspace.getSandbox();
+      const lines = Array.from({ length: 400_000 }, (_, index) => `line ${index}`).join('\n');
+      await sandbox.writeFile('big.txt', lines);
+      const read = (await workspace.listTools()).find((tool) => tool.name === 'Read');
+      const result = await read?.call({ file_path: '/workspace/big.txt', limit: 3 });
+      expect(result?.content[0]).toMatchObject({ type: 'text', text: expect.stringContaining('line 2') });
+      for await (const chunk of await sandbox.readStream('big.txt')) {
+        expect(chunk.byteLength).toBeGreaterThan(0);
+        break;
+      }
+      // The engine serialises archive calls per container: these would wait forever behind an open,
+      // unread response.
+      const settled = await Promise.race([
+        (async () => {
+          await sandbox.writeFile('after.txt', 'still works');
+          return (await sandbox.stat('big.txt')).size;
+        })(),
+        new Promise((resolve) => setTimeout(() => resolve('stuck'), 20_000)),
+      ]);
+      expect(settled).toBe(lines.length);
+    } finally {
+      await workspace.destroy();
+    }
+  }, 120_000);
 });
 
 describe.skipIf(bareProblem !== undefined)('docker on an image without node or ripgrep', () => {
