@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, LABELS } from '@ws/docker';
+import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '@ws/docker';
 import Docker from 'dockerode';
 import { interleave, median, metricRow, ratioRow } from '../harness.mjs';
 
@@ -101,17 +101,7 @@ export async function run({ iterations }) {
     );
     return rows;
   } finally {
-    const leftovers = await docker
-      .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
-      .catch(() => []);
-    await Promise.all(
-      leftovers.map((info) =>
-        docker
-          .getContainer(info.Id)
-          .remove({ force: true })
-          .catch(() => {}),
-      ),
-    );
+    await removeOwnedContainers(owner).catch(() => []);
     await rm(root, { recursive: true, force: true });
   }
 }

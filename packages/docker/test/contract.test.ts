@@ -3,9 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
-import Docker from 'dockerode';
 import { afterAll } from 'vitest';
-import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, LABELS } from '../src/index.js';
+import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const base = mkdtempSync(join(tmpdir(), 'ws-docker-conformance-'));
@@ -13,18 +12,7 @@ const base = mkdtempSync(join(tmpdir(), 'ws-docker-conformance-'));
 const owner = `ws-test-${generateId().slice(0, 8)}`;
 
 afterAll(async () => {
-  const docker = new Docker();
-  const leftovers = await docker
-    .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
-    .catch(() => []);
-  await Promise.all(
-    leftovers.map((info) =>
-      docker
-        .getContainer(info.Id)
-        .remove({ force: true })
-        .catch(() => {}),
-    ),
-  );
+  await removeOwnedContainers(owner).catch(() => []);
   rmSync(base, { recursive: true, force: true });
 }, 120_000);
 

@@ -4,7 +4,13 @@ import { join } from 'node:path';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_DOCKER_IMAGE, DockerSandbox, DockerWorkspace, dockerProblem, LABELS } from '../src/index.js';
+import {
+  DEFAULT_DOCKER_IMAGE,
+  DockerSandbox,
+  DockerWorkspace,
+  dockerProblem,
+  removeOwnedContainers,
+} from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const bare = `${image}-bare`;
@@ -15,17 +21,7 @@ const base = mkdtempSync(join(tmpdir(), 'ws-docker-gw-'));
 const owner = `ws-test-${generateId().slice(0, 8)}`;
 
 afterAll(async () => {
-  const leftovers = await docker
-    .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
-    .catch(() => []);
-  await Promise.all(
-    leftovers.map((info) =>
-      docker
-        .getContainer(info.Id)
-        .remove({ force: true })
-        .catch(() => {}),
-    ),
-  );
+  await removeOwnedContainers(owner).catch(() => []);
   rmSync(base, { recursive: true, force: true });
 }, 120_000);
 

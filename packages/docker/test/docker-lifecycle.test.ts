@@ -6,7 +6,13 @@ import { fileURLToPath } from 'node:url';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, LABELS } from '../src/index.js';
+import {
+  DEFAULT_DOCKER_IMAGE,
+  DockerWorkspace,
+  dockerProblem,
+  LABELS,
+  removeOwnedContainers,
+} from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const problem = await dockerProblem(image);
@@ -17,17 +23,7 @@ const owner = `ws-test-${generateId().slice(0, 8)}`;
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
 
 afterAll(async () => {
-  const leftovers = await docker
-    .listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } })
-    .catch(() => []);
-  await Promise.all(
-    leftovers.map((info) =>
-      docker
-        .getContainer(info.Id)
-        .remove({ force: true })
-        .catch(() => {}),
-    ),
-  );
+  await removeOwnedContainers(owner).catch(() => []);
   rmSync(base, { recursive: true, force: true });
 }, 120_000);
 
@@ -127,6 +123,24 @@ describe.skipIf(problem !== undefined)('docker lifecycle', () => {
       expect(readFileSync(join(hostWorkdir, 'a.txt'), 'utf8')).toBe('one');
     }, 120_000);
   }
+
+  it('removes the containers of one owner tag and no others, keeping their files', async () => {
+    const workspaceId = `reaped-${generateId().slice(0, 6)}`;
+    const hostWorkdir = join(base, workspaceId);
+    const otherOwner = `${owner}-reap`;
+    const workspace = await DockerWorkspace.open({ image, owner: otherOwner, workspaceId, hostWorkdir });
+    const bystander = await DockerWorkspace.open({ image, owner, workspaceId: `${workspaceId}-b` });
+    try {
+      await workspace.getSandbox().writeFile('kept.txt', 'kept');
+      expect(await removeOwnedContainers(otherOwner)).toEqual([workspace.containerName]);
+      expect(await containersOf(workspaceId)).toHaveLength(0);
+      expect(await containersOf(`${workspaceId}-b`)).toHaveLength(1);
+      expect(readFileSync(join(hostWorkdir, 'kept.txt'), 'utf8')).toBe('kept');
+    } finally {
+      await bystander.close();
+      await workspace.close().catch(() => {});
+    }
+  }, 120_000);
 
   it('forgets a user whose process died without closing (no gateway)', async () => {
     if (!existsSync(built)) throw new Error(`${built} is missing: build the packages first (npm test does)`);
