@@ -39,6 +39,19 @@ export type SearchOutcome = { lines: string[]; capped: boolean; warning?: string
 /** How a search program's output is laid out (all with `--null` after file names). */
 type OutputLayout = 'files' | 'records' | 'plain';
 
+/** The output-mode and context flags, spelt the same by ripgrep and grep. */
+function outputFlags(plan: SearchPlan): string[] {
+  if (plan.mode === 'files_with_matches') return ['-l'];
+  if (plan.mode === 'count') return ['-c'];
+  const flags = plan.lineNumbers ? ['-n'] : [];
+  if (plan.around !== undefined) flags.push('-C', String(plan.around));
+  else {
+    if (plan.before !== undefined) flags.push('-B', String(plan.before));
+    if (plan.after !== undefined) flags.push('-A', String(plan.after));
+  }
+  return flags;
+}
+
 function layoutOf(plan: SearchPlan): OutputLayout {
   if (plan.mode === 'files_with_matches') return 'files';
   return plan.targetIsDirectory ? 'records' : 'plain';
@@ -196,18 +209,9 @@ export async function searchWithRipgrep(
   ];
   if (plan.multiline) argv.push('-U', '--multiline-dotall');
   if (plan.ignoreCase) argv.push('-i');
-  if (plan.mode === 'files_with_matches') argv.push('-l');
-  else if (plan.mode === 'count') argv.push('-c');
-  else {
-    if (plan.lineNumbers) argv.push('-n');
-    if (plan.around !== undefined) argv.push('-C', String(plan.around));
-    else {
-      if (plan.before !== undefined) argv.push('-B', String(plan.before));
-      if (plan.after !== undefined) argv.push('-A', String(plan.after));
-    }
-    // Content keeps ripgrep's per-file order; sorting by path makes pages stable and lets us stop early.
-    argv.push('--sort', 'path');
-  }
+  argv.push(...outputFlags(plan));
+  // Content keeps ripgrep's per-file order; sorting by path makes pages stable and lets us stop early.
+  if (plan.mode === 'content') argv.push('--sort', 'path');
   argv.push('-e', plan.pattern);
   if (plan.type) argv.push('--type', plan.type);
   for (const glob of plan.globs) argv.push('--glob', glob);
@@ -292,16 +296,7 @@ export async function searchWithGrep(
   if (plan.ignoreCase) argv.push('-i');
   // -z reads each file as one record; -o then prints only the matched text, NUL-terminated.
   if (plan.multiline) argv.push('-z', ...(plan.mode === 'content' ? ['-o'] : []));
-  if (plan.mode === 'files_with_matches') argv.push('-l');
-  else if (plan.mode === 'count') argv.push('-c');
-  else {
-    if (plan.lineNumbers) argv.push('-n');
-    if (plan.around !== undefined) argv.push('-C', String(plan.around));
-    else {
-      if (plan.before !== undefined) argv.push('-B', String(plan.before));
-      if (plan.after !== undefined) argv.push('-A', String(plan.after));
-    }
-  }
+  argv.push(...outputFlags(plan));
   argv.push('-e', plan.multiline ? `(?s)${plan.pattern}` : plan.pattern, '--');
   const list = new TextEncoder().encode(`${files.join('\0')}\0`);
   const run = await runCollecting(sandbox, argv, plan, layoutOf(plan), signal, list);
