@@ -110,7 +110,13 @@ export { createBuiltinTools } from './tools/builtin-tools.js';
 export type { ToolEnvironment } from './tools/common.js';
 export { unifiedDiff } from './tools/diff.js';
 export type { EditInput } from './tools/edit-tool.js';
-export { globToRegExp } from './tools/glob-pattern.js';
+export {
+  compileGlob,
+  GLOB_MAX_ALTERNATIVES,
+  GLOB_MAX_BRACE_DEPTH,
+  GLOB_MAX_PATTERN_LENGTH,
+  type GlobMatcher,
+} from './tools/glob-pattern.js';
 export type { GlobInput } from './tools/glob-tool.js';
 export { GLOB_MAX_RESULTS } from './tools/glob-tool.js';
 export type { GrepInput, GrepOutputMode } from './tools/grep-tool.js';

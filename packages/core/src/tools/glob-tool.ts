@@ -4,7 +4,7 @@ import type { Tool, ToolCallOptions, ToolResult } from '../tool.js';
 import { checkInput, errorResult, failureResult, type ToolEnvironment, textResult } from './common.js';
 import { displayPath } from './display-path.js';
 import { type ListedFile, listFilesWithFind, listFilesWithRipgrep } from './file-listing.js';
-import { globToRegExp, hasGlobSyntax } from './glob-pattern.js';
+import { compileGlob, filterYielding, type GlobMatcher, hasGlobSyntax } from './glob-pattern.js';
 
 /** The most paths one Glob call returns (the newest ones); the rest are counted. */
 export const GLOB_MAX_RESULTS = 1_000;
@@ -64,9 +64,9 @@ export function createGlobTool(environment: ToolEnvironment): Tool<GlobInput> {
         pattern = split.rest;
       }
       if (pattern === '') return errorResult('Error: the pattern is empty.');
-      let matcher: RegExp;
+      let matcher: GlobMatcher;
       try {
-        matcher = globToRegExp(pattern);
+        matcher = compileGlob(pattern);
       } catch (error) {
         return failureResult(error, 'Error: ');
       }
@@ -84,18 +84,15 @@ export function createGlobTool(environment: ToolEnvironment): Tool<GlobInput> {
             return errorResult(`Directory not found: ${base}`);
           throw error;
         }
-        let files: ListedFile[];
+        let listed: ListedFile[];
         if (await environment.search.useRipgrep(sandbox, controller.signal)) {
           // ripgrep's globs have the same syntax; a leading "/" anchors the pattern at the base.
           const { gnuStat } = await environment.search.programs(sandbox, controller.signal);
-          files = (
-            await listFilesWithRipgrep(sandbox, base, `/${pattern}`, gnuStat, controller.signal)
-          ).filter((file) => matcher.test(file.relative));
+          listed = await listFilesWithRipgrep(sandbox, base, `/${pattern}`, gnuStat, controller.signal);
         } else {
-          files = (await listFilesWithFind(sandbox, base, controller.signal)).filter((file) =>
-            matcher.test(file.relative),
-          );
+          listed = await listFilesWithFind(sandbox, base, controller.signal);
         }
+        const files = await filterYielding(listed, (file) => matcher.test(file.relative), controller.signal);
         if (files.length === 0)
           return textResult(`No files found matching pattern: ${input.pattern}`, { count: 0 });
         files.sort(newestFirst);

@@ -4,7 +4,7 @@ import type { CompleteSandbox } from '../sandbox.js';
 import { displayPath } from './display-path.js';
 import { listFilesWithFind, VCS_DIRECTORIES } from './file-listing.js';
 import { FILE_TYPES } from './file-types.js';
-import { globToRegExp } from './glob-pattern.js';
+import { compileGlob, filterYielding } from './glob-pattern.js';
 
 /** Grep's search engines: ripgrep, and `find` + `grep` where ripgrep is missing. */
 
@@ -240,8 +240,8 @@ function globMatcher(glob: string): (relative: string) => boolean {
   const negate = glob.startsWith('!');
   const body = negate ? glob.slice(1) : glob;
   const anchored = body.includes('/');
-  const regex = globToRegExp(anchored ? body.replace(/^\//, '') : body);
-  return (relative) => regex.test(anchored ? relative : posix.basename(relative)) !== negate;
+  const matcher = compileGlob(anchored ? body.replace(/^\//, '') : body);
+  return (relative) => matcher.test(anchored ? relative : posix.basename(relative)) !== negate;
 }
 
 const grepFlavours = new WeakMap<CompleteSandbox, Promise<'-P' | '-E'>>();
@@ -275,14 +275,20 @@ export async function searchWithGrep(
       const globs = FILE_TYPES[plan.type];
       if (!globs) return { error: `ripgrep error (code 2): unrecognized file type: ${plan.type}` };
       const matchers = globs.map(globMatcher);
-      listed = listed.filter((relative) => matchers.some((matches) => matches(relative)));
+      listed = await filterYielding(
+        listed,
+        (relative) => matchers.some((matches) => matches(relative)),
+        signal,
+      );
     }
     const includes = plan.globs.filter((glob) => !glob.startsWith('!')).map(globMatcher);
     const excludes = plan.globs.filter((glob) => glob.startsWith('!')).map(globMatcher);
-    listed = listed.filter(
+    listed = await filterYielding(
+      listed,
       (relative) =>
         (includes.length === 0 || includes.some((matches) => matches(relative))) &&
         excludes.every((keeps) => keeps(relative)),
+      signal,
     );
     files = listed.sort().map((relative) => posix.join(plan.target, relative));
   } else {
