@@ -1,4 +1,3 @@
-import { posix } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { unzipSync } from 'fflate';
 import { WsError } from '../errors.js';
@@ -235,18 +234,57 @@ function readTar(raw: Uint8Array, limit: number): ArchiveMember[] {
   return members;
 }
 
-/** Symbolic links must point inside the destination, and no member may sit below a link. */
+/** How many links one path may pass through before it counts as a loop (as the kernel's ELOOP). */
+const MAX_LINK_HOPS = 40;
+
+/**
+ * Where `path` leads once the links the archive itself creates are followed, segment by segment from
+ * the destination root: a segment naming a link is replaced by the link's target (read from the
+ * link's folder), `..` climbs one level. Returns the segments of the final path, or why it fails.
+ * `..` is never applied to text alone: `l/..` with `l` a link climbs from where `l` leads.
+ */
+function resolveInArchive(path: string, links: ReadonlyMap<string, string>): string[] | 'escapes' | 'loops' {
+  const pending = path.split('/').reverse();
+  const resolved: string[] = [];
+  let hops = 0;
+  while (pending.length > 0) {
+    const segment = pending.pop()!;
+    if (segment === '' || segment === '.') continue;
+    if (segment === '..') {
+      if (resolved.length === 0) return 'escapes';
+      resolved.pop();
+      continue;
+    }
+    const target = links.get([...resolved, segment].join('/'));
+    if (target === undefined) {
+      resolved.push(segment);
+      continue;
+    }
+    if (++hops > MAX_LINK_HOPS) return 'loops';
+    pending.push(...target.split('/').reverse());
+  }
+  return resolved;
+}
+
+/**
+ * Symbolic links must lead inside the destination once every link of the archive on their way is
+ * followed (a chain of links that only looks contained is refused), and no member may sit below a
+ * link.
+ */
 export function checkMembers(members: readonly ArchiveMember[]): void {
-  const links = new Set<string>();
+  const links = new Map<string, string>();
   for (const member of members) {
     if (member.type !== 'symlink') continue;
     const target = member.target ?? '';
     if (target === '' || target.startsWith('/') || target.includes('\0'))
       throw unsafe(member.path, `its link target ${JSON.stringify(target)} is absolute or empty`);
-    const resolved = posix.normalize(posix.join(posix.dirname(member.path), target));
-    if (resolved === '..' || resolved.startsWith('../'))
-      throw unsafe(member.path, `its link target ${JSON.stringify(target)} leaves the destination`);
-    links.add(member.path);
+    links.set(member.path, target);
+  }
+  for (const [path, target] of links) {
+    const outcome = resolveInArchive(path, links);
+    if (outcome === 'escapes')
+      throw unsafe(path, `its link target ${JSON.stringify(target)} leaves the destination`);
+    if (outcome === 'loops') throw unsafe(path, 'its links form a loop or a chain that is too long');
   }
   for (const member of members) {
     const segments = member.path.split('/');

@@ -315,6 +315,8 @@ async function archiveSkill(
   const rerooted = members
     .filter((member) => member.path.startsWith(root) && member.path !== folder)
     .map((member) => ({ ...member, path: member.path.slice(root.length) }));
+  // Checked again from the skill's own folder: a link may not lead into the archive's other folders.
+  if (root !== '') checkMembers(rerooted);
   return { members: rerooted, folder: archive.dirName ?? folder };
 }
 
