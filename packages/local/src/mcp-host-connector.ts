@@ -109,6 +109,8 @@ export class HostMcpConnector implements McpConnector {
 class SdkMcpSession implements McpSession {
   private tools: McpToolInfo[] | undefined;
   private closed = false;
+  /** The connection ended on its own (a stdio server that exited, an HTTP session that was closed). */
+  private lost = false;
 
   constructor(
     private readonly name: string,
@@ -119,10 +121,28 @@ class SdkMcpSession implements McpSession {
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       this.tools = undefined;
     });
+    client.onclose = () => {
+      this.lost = true;
+    };
+  }
+
+  /** Throws before anything is sent when the connection is already gone, so the call can be made on a new one. */
+  private assertConnected(what: string): void {
+    if (this.closed)
+      throw new WsError('BACKEND_UNAVAILABLE', `The connection to MCP server ${this.name} is closed`, {
+        details: { mayHaveRun: false },
+      });
+    if (this.lost)
+      throw new WsError(
+        'BACKEND_UNAVAILABLE',
+        `MCP server ${this.name} is no longer connected (it exited or closed the session); ${what} was not sent: ${this.describeFailure('connection closed')}`,
+        { details: { mayHaveRun: false } },
+      );
   }
 
   async listTools(options: { signal?: AbortSignal } = {}): Promise<McpToolInfo[]> {
     if (this.tools) return this.tools;
+    this.assertConnected('listing tools');
     const tools: McpToolInfo[] = [];
     let cursor: string | undefined;
     try {
@@ -147,8 +167,7 @@ class SdkMcpSession implements McpSession {
     options: McpCallOptions = {},
   ): Promise<ToolResult> {
     throwIfAborted(options.signal);
-    if (this.closed)
-      throw new WsError('BACKEND_UNAVAILABLE', `The connection to MCP server ${this.name} is closed`);
+    this.assertConnected(`calling ${name}`);
     try {
       const result = await this.client.callTool({ name, arguments: input }, undefined, {
         timeout: options.timeoutMs ?? NO_TIMEOUT_MS,
@@ -169,11 +188,11 @@ class SdkMcpSession implements McpSession {
         { cause: error },
       );
     }
-    if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+    if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || this.lost) {
       return new WsError(
         'BACKEND_UNAVAILABLE',
-        `MCP server ${this.name} closed the connection while ${what}: ${this.describeFailure(error)}`,
-        { cause: error },
+        `MCP server ${this.name} closed the connection while ${what}; it may have run: ${this.describeFailure(error)}`,
+        { cause: error, details: { mayHaveRun: true } },
       );
     }
     return new WsError(

@@ -302,6 +302,25 @@ export class McpRegistry {
     spec: NormalizedMcpSpec,
     work: (session: McpSession) => Promise<T>,
     signal?: AbortSignal,
+    idempotent = false,
+  ): Promise<T> {
+    try {
+      return await this.withSessionOnce(scope, spec, work, signal);
+    } catch (error) {
+      // A connection found dead before the request was sent (or a request that changes nothing) is
+      // made once more on a new connection; one that may have run is never sent again.
+      const unsent = isWsError(error, 'BACKEND_UNAVAILABLE') && error.details?.mayHaveRun === false;
+      if (!(unsent || (idempotent && isWsError(error, 'BACKEND_UNAVAILABLE'))) || signal?.aborted)
+        throw error;
+      return this.withSessionOnce(scope, spec, work, signal);
+    }
+  }
+
+  private async withSessionOnce<T>(
+    scope: Scope,
+    spec: NormalizedMcpSpec,
+    work: (session: McpSession) => Promise<T>,
+    signal?: AbortSignal,
   ): Promise<T> {
     if (!spec.stateful) {
       const session = await this.connector().connect(spec, scope, signal ? { signal } : {});
@@ -363,6 +382,7 @@ class ScopedMcpClient implements McpClient {
       this.normalized,
       (session) => session.listTools(options),
       options.signal,
+      true,
     );
     return infos.filter((info) => toolAllowed(this.normalized, info.name)).map((info) => this.toTool(info));
   }
