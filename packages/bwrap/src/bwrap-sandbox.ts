@@ -111,15 +111,24 @@ case "$p" in /workspace|/workspace/*|/tmp|/tmp/*) ;; *) echo "$1 leads to $p" >&
 [ -e "$p" ] || exit 66
 [ -d "$p" ] && exit 67
 exec cat -- "$p"`;
+// Writes go to a new file beside the target and are renamed over it only once every byte arrived
+// ($3: the expected size), so a writer killed halfway leaves the target as it was. Without a mode
+// ($2) a replaced file keeps its permission bits and a new one gets 0666 less the umask.
 const WRITE_SCRIPT = `p=$(realpath -m -- "$1") || exit 66
 case "$p" in /workspace/*|/tmp/*) ;; *) echo "$1 leads to $p" >&2; exit 77;; esac
 [ -d "$p" ] && exit 67
 d=$(dirname -- "$p")
 if [ -e "$d" ] && [ ! -d "$d" ]; then exit 68; fi
 mkdir -p -- "$d" 2>/dev/null || { [ -d "$d" ] || exit 68; }
-cat > "$p" || exit 1
-[ -n "$2" ] && chmod "$2" -- "$p"
-exit 0`;
+t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
+trap 'rm -f -- "$t"' EXIT
+cat > "$t" || exit 1
+[ "$(wc -c < "$t")" -eq "$3" ] || { echo "the input ended early" >&2; exit 1; }
+if [ -n "$2" ]; then m=$2
+elif [ -e "$p" ]; then m=$(stat -c %a -- "$p") || exit 1
+else m=$(printf %o $((0666 & ~$(umask)))); fi
+chmod "$m" -- "$t" && mv -f -- "$t" "$p" || exit 1
+trap - EXIT`;
 
 const SCRIPT_ERRORS: Readonly<
   Record<number, 'NOT_FOUND' | 'IS_A_DIRECTORY' | 'NOT_A_DIRECTORY' | 'PERMISSION_DENIED'>
@@ -285,7 +294,8 @@ export class BwrapSandbox implements Sandbox {
     const target = resolveSandboxPath(SANDBOX_WORKDIR, path);
     checkSandboxPath(target);
     const bytes = typeof data === 'string' ? new TextEncoder().encode(data) : data;
-    await this.script(WRITE_SCRIPT, [target, options.mode !== undefined ? options.mode.toString(8) : ''], {
+    const mode = options.mode !== undefined ? options.mode.toString(8) : '';
+    await this.script(WRITE_SCRIPT, [target, mode, String(bytes.byteLength)], {
       ...options,
       stdin: bytes,
     });

@@ -366,13 +366,8 @@ export class WorkspaceEngine implements Workspace {
           throw error;
         }
       },
-      save: async (text) => {
-        // Written beside the file and renamed over it: a reader sees the old file or the new, never half.
-        const sandbox = this.liveSandbox();
-        const temporary = `${this.paths.mcpFile}.tmp-${process.pid}-${Date.now().toString(36)}`;
-        await sandbox.writeFile(temporary, text);
-        await sandbox.rename(temporary, this.paths.mcpFile);
-      },
+      // A write replaces a file whole: a reader sees the old file or the new, never half.
+      save: (text) => this.liveSandbox().writeFile(this.paths.mcpFile, text),
     };
   }
 

@@ -55,7 +55,7 @@ export type {
   UrlSource,
 } from './offloader.js';
 export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './paths.js';
-export { completeSandbox } from './posix-fallbacks.js';
+export { completeSandbox, temporaryBeside } from './posix-fallbacks.js';
 export type { Provider, ProviderSession } from './provider.js';
 export { shellJoin, shellQuote } from './quote.js';
 export type {

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { throwIfAborted, WsError, type WsErrorCode } from './errors.js';
 import { decodeUtf8 } from './exec-result.js';
 import { resolveSandboxPath } from './paths.js';
@@ -52,10 +53,26 @@ exec mv -f -T -- "$1" "$2"`,
   readStream: `[ -e "$1" ] || exit 66
 [ -d "$1" ] && exit 67
 exec cat -- "$1"`,
+  // Two steps, so that a writer killed halfway never replaces the file: the bytes go to $2 beside
+  // the target, and only once the caller has seen every byte arrive does \`commit\` rename it.
   writeStream: `[ -d "$1" ] && exit 67
 mkdir -p -- "$(dirname -- "$1")" || exit 68
-exec cat > "$1"`,
+exec cat > "$2"`,
+  // $1 target, $2 the written temporary file, $3 mode ('' keeps a replaced file's, or 0666 less the umask).
+  commit: `if [ -n "$3" ]; then m=$3
+elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
+else m=$(printf %o $((0666 & ~$(umask)))); fi
+chmod "$m" -- "$2" && exec mv -f -- "$2" "$1"`,
 } as const;
+
+/**
+ * A fresh hidden name (`.ws-<random>.tmp`) in the same folder as `target`, for a file that is renamed
+ * over it once complete. Short whatever the target's name, so it never passes the 255-byte limit.
+ */
+export function temporaryBeside(target: string): string {
+  const slash = target.lastIndexOf('/');
+  return `${target.slice(0, slash + 1)}.ws-${randomBytes(6).toString('hex')}.tmp`;
+}
 
 function typeFromFind(letter: string): FileType {
   if (letter === 'f') return 'file';
@@ -209,8 +226,19 @@ export function completeSandbox(sandbox: Sandbox): CompleteSandbox {
       options: WriteOptions = {},
     ): Promise<void> {
       const target = resolve(path);
-      const result = await script('writeStream', [target], { signal: options.signal, stdin: source });
-      check(result, 'writeStream', target);
+      const temporary = temporaryBeside(target);
+      try {
+        const written = await script('writeStream', [target, temporary], {
+          signal: options.signal,
+          stdin: source,
+        });
+        check(written, 'writeStream', target);
+        const mode = options.mode !== undefined ? options.mode.toString(8) : '';
+        check(await script('commit', [target, temporary, mode], options), 'writeStream', target);
+      } catch (error) {
+        await sandbox.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
+        throw error;
+      }
     },
     async spawn(_argv: readonly string[], _options?: SpawnOptions): Promise<SandboxProcess> {
       throw new WsError(

@@ -101,7 +101,10 @@ export interface FileOptions {
 
 /** Options of {@link Sandbox.writeFile} and {@link Sandbox.writeStream}. */
 export interface WriteOptions extends FileOptions {
-  /** Permission bits of a newly created file. Default: `0o644` (less the umask on some backends). */
+  /**
+   * Permission bits of the written file. Default: a replaced file keeps its own; a new one gets
+   * `0o644` (less the umask on some backends).
+   */
   mode?: number;
 }
 
@@ -200,6 +203,9 @@ export interface Sandbox {
 
   /**
    * Writes a whole file, replacing it, creating missing parent directories. A string is written as UTF-8.
+   * The file is replaced whole or not at all: the bytes go to a new file beside the target (where its
+   * symbolic links lead), renamed over it once complete, so a reader, or a writer killed halfway,
+   * never leaves it torn. Without `mode`, a replaced file keeps its permission bits.
    * @throws WsError `IS_A_DIRECTORY`, `NOT_A_DIRECTORY` (a parent is a file), `PERMISSION_DENIED`.
    */
   writeFile(path: string, data: Uint8Array | string, options?: WriteOptions): Promise<void>;
@@ -216,7 +222,7 @@ export interface Sandbox {
   rename?(from: string, to: string, options?: FileOptions): Promise<void>;
   /** Opens a file for streaming reads; fails before yielding anything when it is missing. */
   readStream?(path: string, options?: ReadStreamOptions): Promise<AsyncIterable<Uint8Array>>;
-  /** Writes a file from a stream without holding it in memory; creates parents. */
+  /** Writes a file from a stream without holding it in memory; creates parents; replaces it whole or not at all, like `writeFile`. */
   writeStream?(path: string, source: AsyncIterable<Uint8Array>, options?: WriteOptions): Promise<void>;
   /** Starts a long-lived process in its own process group. */
   spawn?(argv: readonly string[], options?: SpawnOptions): Promise<SandboxProcess>;

@@ -25,16 +25,18 @@ import {
   type SandboxCapabilities,
   type SandboxProcess,
   type SpawnOptions,
+  temporaryBeside,
   throwIfAborted,
   type WriteOptions,
   WsError,
 } from '@ws/core';
 import type Docker from 'dockerode';
-import { firstTarEntry, tarOneFile } from './tar.js';
+import { firstTarEntry, type TarOwner, tarOneFile } from './tar.js';
 
 /** The workdir inside the container. */
 export const CONTAINER_WORKDIR = '/workspace';
 const KILL_GRACE_MS = 2_000;
+const MAX_LINK_HOPS = 40;
 
 // Runs the command as the leader of its own session and process group (setsid, from a background job
 // so that it is not a group leader already), with the caller's stdin, and writes its pid where a
@@ -84,10 +86,15 @@ export class DockerSandbox implements Sandbox {
     spawn: true,
   };
 
+  /**
+   * @param owner who the files it writes belong to (the container's user, when that is not root);
+   *   the archive API otherwise makes them root's.
+   */
   constructor(
     private readonly container: Docker.Container,
     private readonly name: string,
     private readonly env: Readonly<Record<string, string>>,
+    private readonly owner?: TarOwner,
   ) {}
 
   /** Turns a Docker error into a WsError; a missing container is BACKEND_UNAVAILABLE, never NOT_FOUND. */
@@ -460,6 +467,12 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
+  /**
+   * Writes a file whole or not at all: the archive API puts the bytes under a new name beside the
+   * target (where its links lead), and a `mv` inside the container renames it over the target once
+   * the upload is complete. The rename's exec is created before the upload, so a stopped container
+   * fails before anything is written. Without a mode a replaced file keeps its permission bits.
+   */
   private async writeSized(
     path: string,
     size: number,
@@ -467,10 +480,16 @@ export class DockerSandbox implements Sandbox {
     options: WriteOptions,
   ): Promise<void> {
     throwIfAborted(options.signal);
-    const target = resolveSandboxPath(CONTAINER_WORKDIR, path);
+    let target = resolveSandboxPath(CONTAINER_WORKDIR, path);
     try {
-      const existing = await this.statHeader(target);
-      if (existing && existing.mode & DIRECTORY_BIT && !existing.linkTarget) {
+      let existing = await this.statHeader(target);
+      for (let hops = 0; existing?.linkTarget; hops++) {
+        if (hops >= MAX_LINK_HOPS)
+          throw new WsError('INVALID_ARGUMENT', `Too many symbolic links in ${path}`);
+        target = posix.resolve(posix.dirname(target), existing.linkTarget);
+        existing = await this.statHeader(target);
+      }
+      if (existing && existing.mode & DIRECTORY_BIT) {
         throw new WsError('IS_A_DIRECTORY', `Writing ${target} failed: it is a directory`, {
           details: { path: target },
         });
@@ -491,13 +510,45 @@ export class DockerSandbox implements Sandbox {
         missing.unshift(posix.basename(base));
         base = posix.dirname(base);
       }
+      const temporary = temporaryBeside(target);
+      const commit = await this.prepare(['mv', '-f', '--', temporary, target]);
       const directories = missing.map((_, index) => missing.slice(0, index + 1).join('/'));
-      const name = [...missing, posix.basename(target)].join('/');
-      const archive = tarOneFile(directories, name, size, options.mode ?? 0o644, content);
+      const name = [...missing, posix.basename(temporary)].join('/');
+      const mode = options.mode ?? (existing ? existing.mode & 0o7777 : 0o644);
+      const archive = tarOneFile(directories, name, size, mode, content, this.owner);
+      // The engine gives each entry the owner its header names.
       await this.container.putArchive(Readable.from(archive), { path: base, noOverwriteDirNonDir: true });
+      const moved = await commit();
+      if (moved.exitCode !== 0) {
+        await this.prepare(['rm', '-f', '--', temporary])
+          .then((remove) => remove())
+          .catch(() => {});
+        throw new WsError('BACKEND_ERROR', `Writing ${target} failed: ${moved.output.trim()}`, {
+          details: { path: target },
+        });
+      }
     } catch (error) {
       throw await this.translate(error, `writing ${target}`, target);
     }
+  }
+
+  /**
+   * Creates a plain exec of `argv` now, which fails at once when the container is stopped or gone,
+   * and returns what runs it: its exit code and its output (stdout and stderr together).
+   */
+  private async prepare(
+    argv: readonly string[],
+  ): Promise<() => Promise<{ exitCode: number; output: string }>> {
+    const exec = await this.container.exec({ Cmd: [...argv], AttachStdout: true, AttachStderr: true });
+    return async () => {
+      const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+      const chunks: Buffer[] = [];
+      await demultiplex(stream, async (_channel, chunk) => {
+        chunks.push(Buffer.from(chunk));
+      });
+      const info = await exec.inspect();
+      return { exitCode: info.ExitCode ?? -1, output: Buffer.concat(chunks).toString('utf8') };
+    };
   }
 }
 
@@ -505,7 +556,7 @@ export class DockerSandbox implements Sandbox {
  * Reads Docker's multiplexed stream (8-byte headers: the stream number, then the length) and hands
  * each payload to `onFrame`; awaiting it holds the reading back.
  */
-async function demultiplex(
+export async function demultiplex(
   stream: AsyncIterable<Uint8Array>,
   onFrame: (channel: number, chunk: Uint8Array) => Promise<void>,
 ): Promise<void> {

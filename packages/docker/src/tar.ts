@@ -5,25 +5,38 @@ import { WsError } from '@ws/core';
  * above it), and a streamed reader of the first entry of an archive the API returns.
  */
 
-function header(name: string, size: number, type: '0' | '5', mode: number): Uint8Array {
+type EntryType = '0' | '5' | 'x';
+
+/** The ustar name and prefix fields of a path, or undefined when it does not fit them. */
+function ustarName(name: string): { name: string; prefix: string } | undefined {
+  if (Buffer.byteLength(name) <= 100) return { name, prefix: '' };
+  // ustar splits long names at a slash: up to 155 bytes of prefix and 100 of name.
+  const cut = name.lastIndexOf('/', name.length - 2);
+  if (cut <= 0) return undefined;
+  const split = { name: name.slice(cut + 1), prefix: name.slice(0, cut) };
+  return Buffer.byteLength(split.prefix) <= 155 && Buffer.byteLength(split.name) <= 100 ? split : undefined;
+}
+
+/** Who owns the archive's entries (uid and gid); root when not given. */
+export interface TarOwner {
+  readonly uid: number;
+  readonly gid: number;
+}
+
+function header(
+  fields: { name: string; prefix: string },
+  size: number,
+  type: EntryType,
+  mode: number,
+  owner: TarOwner = { uid: 0, gid: 0 },
+): Uint8Array {
   const block = new Uint8Array(512);
   const put = (text: string, offset: number) => block.set(Buffer.from(text, 'utf8'), offset);
   const octal = (value: number, length: number) => value.toString(8).padStart(length - 1, '0');
-  let nameField = name;
-  let prefix = '';
-  if (Buffer.byteLength(name) > 100) {
-    // ustar splits long names at a slash: up to 155 bytes of prefix and 100 of name.
-    const cut = name.lastIndexOf('/', name.length - 1);
-    prefix = name.slice(0, cut);
-    nameField = name.slice(cut + 1);
-    if (Buffer.byteLength(prefix) > 155 || Buffer.byteLength(nameField) > 100) {
-      throw new WsError('INVALID_ARGUMENT', `The path ${name} is too long for the archive API`);
-    }
-  }
-  put(nameField, 0);
+  put(fields.name, 0);
   put(octal(mode, 8), 100);
-  put(octal(0, 8), 108);
-  put(octal(0, 8), 116);
+  put(octal(owner.uid, 8), 108);
+  put(octal(owner.gid, 8), 116);
   if (size > 0o77777777777)
     throw new WsError('LIMIT_EXCEEDED', 'Files over 8 GiB cannot be written through the archive API');
   put(octal(size, 12), 124);
@@ -31,11 +44,41 @@ function header(name: string, size: number, type: '0' | '5', mode: number): Uint
   put('        ', 148);
   put(type, 156);
   put('ustar\u000000', 257);
-  put(prefix, 345);
+  put(fields.prefix, 345);
   let sum = 0;
   for (const byte of block) sum += byte;
   put(`${sum.toString(8).padStart(6, '0')}\0 `, 148);
   return block;
+}
+
+/** One PAX record: "<length> <key>=<value>\n", where the length counts itself. */
+function paxRecord(key: string, value: string): Buffer {
+  const body = ` ${key}=${value}\n`;
+  const bodyLength = Buffer.byteLength(body);
+  let length = bodyLength + 1;
+  while (String(length).length + bodyLength !== length) length = String(length).length + bodyLength;
+  return Buffer.from(`${length}${body}`, 'utf8');
+}
+
+/** The headers of one entry: ustar alone, or a PAX header first when the path does not fit ustar. */
+function entryHeaders(
+  name: string,
+  size: number,
+  type: '0' | '5',
+  mode: number,
+  owner: TarOwner | undefined,
+): Uint8Array[] {
+  const fields = ustarName(name);
+  if (fields) return [header(fields, size, type, mode, owner)];
+  const record = paxRecord('path', name);
+  const padding = new Uint8Array((512 - (record.length % 512)) % 512);
+  return [
+    header({ name: 'PaxHeader', prefix: '' }, record.length, 'x', 0o644),
+    record,
+    padding,
+    // Readers take the path from the PAX record; this field only needs to be valid.
+    header({ name: 'ws-long-name', prefix: '' }, size, type, mode, owner),
+  ];
 }
 
 /**
@@ -48,9 +91,10 @@ export async function* tarOneFile(
   size: number,
   mode: number,
   content: AsyncIterable<Uint8Array>,
+  owner?: TarOwner,
 ): AsyncIterable<Uint8Array> {
-  for (const directory of directories) yield header(`${directory}/`, 0, '5', 0o755);
-  yield header(file, size, '0', mode);
+  for (const directory of directories) yield* entryHeaders(`${directory}/`, 0, '5', 0o755, owner);
+  yield* entryHeaders(file, size, '0', mode, owner);
   let written = 0;
   for await (const chunk of content) {
     written += chunk.byteLength;

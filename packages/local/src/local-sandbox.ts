@@ -1,6 +1,18 @@
 import { createReadStream, createWriteStream } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import {
+  chmod,
+  chown,
+  lstat,
+  mkdir,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
@@ -22,6 +34,7 @@ import {
   type SandboxProcess,
   type SpawnOptions,
   spawnHostProcess,
+  temporaryBeside,
   throwIfAborted,
   type WriteOptions,
   WsError,
@@ -35,6 +48,35 @@ export interface LocalSandboxOptions {
   env?: Readonly<Record<string, string>>;
   /** Inherit the host process's environment. Default: true. */
   inheritEnv?: boolean;
+}
+
+const DEFAULT_FILE_MODE = 0o644;
+const MAX_LINK_HOPS = 40;
+
+/** Where a write to `path` lands: `path` itself, or the end of its chain of symbolic links. */
+async function linkDestination(path: string): Promise<string> {
+  let current = path;
+  for (let hops = 0; hops < MAX_LINK_HOPS; hops++) {
+    const info = await lstat(current).catch(() => undefined);
+    if (!info?.isSymbolicLink()) return current;
+    current = resolve(dirname(current), await readlink(current));
+  }
+  throw new WsError('INVALID_ARGUMENT', `Too many levels of symbolic links in ${path}`, {
+    details: { path },
+  });
+}
+
+/** A byte stream whose failures (an abort included) are WsErrors. */
+async function* typedErrors(
+  stream: AsyncIterable<Uint8Array>,
+  message: string,
+  path: string,
+): AsyncGenerator<Uint8Array> {
+  try {
+    yield* stream;
+  } catch (error) {
+    throw fromErrno(error, message, { path });
+  }
 }
 
 function typeOf(stats: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FileType {
@@ -121,22 +163,50 @@ export class LocalSandbox implements Sandbox {
 
   async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
     throwIfAborted(options.signal);
-    const target = this.resolve(path);
-    const writeOptions = {
-      mode: options.mode ?? 0o644,
-      ...(options.signal ? { signal: options.signal } : {}),
-    };
+    await this.replace(path, options, (temporary, mode) =>
+      writeFile(temporary, data, { mode, flag: 'wx', ...(options.signal ? { signal: options.signal } : {}) }),
+    );
+  }
+
+  /**
+   * Writes a file whole or not at all: the bytes go to a new file beside the target (where its links
+   * lead), which is renamed over it once complete. A writer killed halfway leaves the target as it was.
+   * Without `mode` a replaced file keeps its permission bits (and, for root, its owner).
+   */
+  private async replace(
+    path: string,
+    options: WriteOptions,
+    write: (temporary: string, mode: number) => Promise<void>,
+  ): Promise<void> {
+    const requested = this.resolve(path);
+    let target = requested;
     try {
-      await writeFile(target, data, writeOptions);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT')
-        throw fromErrno(error, `Writing ${target} failed`, { path: target });
+      target = await linkDestination(requested);
+      const existing = await stat(target).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return undefined;
+        throw error;
+      });
+      if (existing?.isDirectory())
+        throw new WsError('IS_A_DIRECTORY', `Writing ${requested} failed: it is a directory`, {
+          details: { path: requested },
+        });
+      const temporary = temporaryBeside(target);
+      const mode = options.mode ?? (existing ? existing.mode & 0o7777 : DEFAULT_FILE_MODE);
       try {
-        await this.makeParent(target);
-        await writeFile(target, data, writeOptions);
-      } catch (retryError) {
-        throw fromErrno(retryError, `Writing ${target} failed`, { path: target });
+        // Before writing: a stream given to a write that fails cannot be read a second time.
+        if (!existing) await this.makeParent(target);
+        await write(temporary, mode);
+        // The creation mode passes through the umask; an explicit or inherited mode must not.
+        if (options.mode !== undefined || existing) await chmod(temporary, mode);
+        if (existing && process.getuid?.() === 0 && (existing.uid !== 0 || existing.gid !== 0))
+          await chown(temporary, existing.uid, existing.gid);
+        await rename(temporary, target);
+      } catch (error) {
+        await rm(temporary, { force: true }).catch(() => {});
+        throw error;
       }
+    } catch (error) {
+      throw fromErrno(error, `Writing ${requested} failed`, { path: requested });
     }
   }
 
@@ -236,10 +306,14 @@ export class LocalSandbox implements Sandbox {
       throw new WsError('IS_A_DIRECTORY', `Reading ${target} failed: it is a directory`, {
         details: { path: target },
       });
-    return createReadStream(target, {
-      highWaterMark: options.chunkSize ?? 1024 * 1024,
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
+    return typedErrors(
+      createReadStream(target, {
+        highWaterMark: options.chunkSize ?? 1024 * 1024,
+        ...(options.signal ? { signal: options.signal } : {}),
+      }),
+      `Reading ${target} failed`,
+      target,
+    );
   }
 
   async writeStream(
@@ -248,17 +322,13 @@ export class LocalSandbox implements Sandbox {
     options: WriteOptions = {},
   ): Promise<void> {
     throwIfAborted(options.signal);
-    const target = this.resolve(path);
-    try {
-      await this.makeParent(target);
-      await pipeline(
+    await this.replace(path, options, (temporary, mode) =>
+      pipeline(
         Readable.from(source),
-        createWriteStream(target, { mode: options.mode ?? 0o644 }),
+        createWriteStream(temporary, { mode, flags: 'wx' }),
         options.signal ? { signal: options.signal } : {},
-      );
-    } catch (error) {
-      throw fromErrno(error, `Writing ${target} failed`, { path: target });
-    }
+      ),
+    );
   }
 
   /** Stops every command and process this sandbox started and has not seen exit. */

@@ -38,9 +38,7 @@ export async function installGateway(
 ): Promise<string> {
   const path = posix.join(home, `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`);
   if (await sandbox.exists(path, options)) return path;
-  const temporary = `${path}.tmp-${process.pid}`;
-  await sandbox.writeFile(temporary, bundle, options);
-  await sandbox.rename(temporary, path, options);
+  await sandbox.writeFile(path, bundle, options);
   return path;
 }
 

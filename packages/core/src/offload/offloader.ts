@@ -27,11 +27,8 @@ export class OffloadStore {
     const path = posix.join(this.paths().dataDir, name);
     const sandbox = this.sandbox();
     if (!(await sandbox.exists(path, options))) {
-      const bytes = Buffer.from(data, 'base64');
-      // Write under a temporary name and rename, so a reader never sees half a payload.
-      const temporary = `${path}.tmp-${process.pid}-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
-      await sandbox.writeFile(temporary, bytes, options);
-      await sandbox.rename(temporary, path, options);
+      // A write replaces a file whole: a reader never sees half a payload.
+      await sandbox.writeFile(path, Buffer.from(data, 'base64'), options);
     }
     return `${WORKSPACE_URL_PREFIX}${LAYOUT.dataDir}/${name}`;
   }
