@@ -186,7 +186,19 @@ function placeholder(url: string, media: Pick<MediaHit, 'name' | 'mediaType'>): 
 
 /** A message as plain JSON (class instances and Dates serialised as JSON would). */
 function toJsonValue(message: unknown): unknown {
-  const text = JSON.stringify(message);
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(message);
+  } catch (error) {
+    // A cycle, a BigInt, or a toJSON that throws.
+    throw new WsError(
+      'INVALID_ARGUMENT',
+      `A message must be serialisable as JSON: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
   if (text === undefined) throw new WsError('INVALID_ARGUMENT', 'A message must be serialisable as JSON');
   return JSON.parse(text);
 }
@@ -213,17 +225,26 @@ export function resolveWorkspaceUrl(url: string, workdir: string): string {
   return resolved;
 }
 
-// $1 file, $2 pending batch, $3 lock directory, $4 temporary file. Exit 75: the lock never came free.
+// $1 file, $2 pending batch, $3 lock directory (where flock is missing), $4 temporary file.
+// Exit 75: the lock never came free. With flock, the lock is the kernel's, on the session folder: it
+// is released the moment its holder dies, so a killed writer never leaves a stale lock behind.
+// Without it, a lock directory older than a minute is taken as abandoned.
 const APPEND_SCRIPT = `
 file=$1 pending=$2 lock=$3 tmp=$4
-tries=0
-until mkdir "$lock" 2>/dev/null; do
-  if [ -n "$(find "$lock" -maxdepth 0 -mmin +1 2>/dev/null)" ]; then rmdir "$lock" 2>/dev/null; continue; fi
-  tries=$((tries + 1))
-  [ "$tries" -gt 2400 ] && exit 75
-  sleep 0.025
-done
-trap 'rm -f "$tmp"; rmdir "$lock" 2>/dev/null' EXIT
+if command -v flock >/dev/null 2>&1; then
+  exec 9<"$(dirname -- "$file")" || exit 1
+  flock -w 60 9 || exit 75
+  trap 'rm -f "$tmp"' EXIT
+else
+  tries=0
+  until mkdir "$lock" 2>/dev/null; do
+    if [ -n "$(find "$lock" -maxdepth 0 -mmin +1 2>/dev/null)" ]; then rmdir "$lock" 2>/dev/null; continue; fi
+    tries=$((tries + 1))
+    [ "$tries" -gt 2400 ] && exit 75
+    sleep 0.025
+  done
+  trap 'rm -f "$tmp"; rmdir "$lock" 2>/dev/null' EXIT
+fi
 trap 'exit 1' INT TERM HUP
 if [ -f "$file" ]; then cat "$file" "$pending" > "$tmp"; else cat "$pending" > "$tmp"; fi || exit 1
 mv -f "$tmp" "$file" || exit 1
