@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync } from 'node:fs';
-import { chmod, lstat, mkdir, mkdtemp, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdtemp, realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import {
@@ -15,11 +15,13 @@ import {
   type LaunchedGateway,
   type Provider,
   type ProviderSession,
+  pinnedSocketChannel,
+  privateHostDir,
   probeNode,
   readGatewayAsset,
-  readHostFileTail,
   sha256Hex,
   spawnHostProcess,
+  TailBuffer,
   throwIfAborted,
   WsError,
 } from '@ws/core';
@@ -59,15 +61,6 @@ function defaultCacheDir(): string {
   return join(base, 'ws', 'bwrap');
 }
 
-/** Creates a directory with mode 0700 (and its parents). */
-async function privateDir(path: string): Promise<void> {
-  await mkdir(path, { recursive: true, mode: 0o700 });
-  const info = await lstat(path);
-  if (info.isSymbolicLink() || !info.isDirectory())
-    throw new WsError('INVALID_ARGUMENT', `${path} must be a directory, not a link`);
-  await chmod(path, 0o700);
-}
-
 /** bwrap runs here and can build a sandbox (user namespaces allowed), or the reason it cannot. */
 export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
   if (process.platform !== 'linux') return `bubblewrap needs Linux, this is ${process.platform}`;
@@ -80,6 +73,8 @@ export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
       '--die-with-parent',
       '--new-session',
       '--unshare-all',
+      '--cap-drop',
+      'ALL',
       '--ro-bind',
       '/',
       '/',
@@ -131,7 +126,7 @@ export class BwrapProvider implements Provider {
     this.owned = [];
     if (this.options.hostWorkdir !== undefined) {
       this.hostWorkdir = resolve(this.options.hostWorkdir);
-      await privateDir(this.hostWorkdir);
+      await privateHostDir(this.hostWorkdir, { anyOwner: true });
     } else {
       this.hostWorkdir = await mkdtemp(join(tmpdir(), 'ws-bwrap-workdir-'));
       this.owned.push(this.hostWorkdir);
@@ -179,7 +174,7 @@ export class BwrapProvider implements Provider {
       );
     }
     const home = join(cacheDir, 'gateway');
-    await privateDir(home);
+    await privateHostDir(home);
     const bundle = await readGatewayAsset(import.meta.url);
     const name = `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`;
     if (!existsSync(join(home, name))) {
@@ -187,19 +182,19 @@ export class BwrapProvider implements Provider {
       await writeFile(temporary, bundle, { mode: 0o644 });
       await rename(temporary, join(home, name));
     }
-    const run = await mkdtemp(join(tmpdir(), 'ws-bwrap-run-'));
-    await chmod(run, 0o700);
-    this.owned.push(run);
-    const log = join(run, 'gateway.log');
+    // Host-private: the gateway's output and the pinned socket. Only `shared` is bound into the
+    // gateway's sandbox, where the gateway creates its socket; the host reads nothing from it.
+    const runtime = await mkdtemp(join(tmpdir(), 'ws-bwrap-run-'));
+    this.owned.push(runtime);
+    const shared = await privateHostDir(join(runtime, 'shared'));
+    const sockets = await privateHostDir(join(runtime, 'sockets'));
+    const log = new TailBuffer(LOG_TAIL_BYTES);
     return {
       launch: async ({ token, nonce }) => {
-        const tokenFile = join(run, `token-${randomBytes(6).toString('hex')}`);
-        await writeFile(tokenFile, token, { mode: 0o600 });
-        const socket = join(run, 'gateway.sock');
-        await rm(socket, { force: true });
+        const socketName = `gateway-${nonce.slice(0, 12)}.sock`;
         const argv = [
           bwrapPath,
-          ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', run, GATEWAY_RUN]),
+          ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', shared, GATEWAY_RUN]),
           ...environmentArguments(this.options.env ?? {}, SANDBOX_WORKDIR),
           '--chdir',
           SANDBOX_WORKDIR,
@@ -207,11 +202,8 @@ export class BwrapProvider implements Provider {
           node,
           `${GATEWAY_HOME}/${name}`,
           '--socket',
-          `${GATEWAY_RUN}/gateway.sock`,
-          '--token-file',
-          `${GATEWAY_RUN}/${tokenFile.slice(run.length + 1)}`,
-          '--nonce',
-          nonce,
+          `${GATEWAY_RUN}/${socketName}`,
+          '--secrets-stdin',
           '--workdir',
           SANDBOX_WORKDIR,
           '--allow',
@@ -223,23 +215,24 @@ export class BwrapProvider implements Provider {
           cwd: workdir,
           env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
         });
-        const output = createWriteStream(log, { flags: 'a' });
         const copy = async (stream: AsyncIterable<Uint8Array>) => {
-          for await (const chunk of stream) output.write(chunk);
+          for await (const chunk of stream) log.push(chunk);
         };
         const copied = Promise.all([copy(gateway.stdout), copy(gateway.stderr)]).catch(() => {});
+        // Its stdin stays open: the gateway exits when it closes, with this process at the latest.
+        await gateway.write(`${JSON.stringify({ token, nonce })}\n`);
         const launched: LaunchedGateway = {
-          channel: { kind: 'unix', socketPath: socket },
+          ...pinnedSocketChannel(shared, socketName, sockets),
           exited: gateway.exited,
           stop: async () => {
             await gateway[Symbol.asyncDispose]();
             await copied;
-            output.end();
+            await rm(join(sockets, socketName), { force: true });
           },
         };
         return launched;
       },
-      logTail: () => readHostFileTail(log, LOG_TAIL_BYTES),
+      logTail: async () => log.text(),
     };
   }
 

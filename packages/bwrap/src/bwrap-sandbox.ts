@@ -54,9 +54,13 @@ const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 
 /** The bwrap arguments that set up the mounts (everything before `--chdir`). */
 export function mountArguments(mounts: BwrapMounts, extra: readonly string[] = []): string[] {
-  const args = ['--die-with-parent', '--new-session', '--unshare-all'];
+  // No capabilities inside, even when the host runs as root: bwrap keeps a root caller's by default,
+  // and with them a command could remount the read-only system writable.
+  const args = ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL'];
   if (mounts.shareNet) args.push('--share-net');
-  args.push('--proc', '/proc', '--dev', '/dev');
+  // Root without capabilities may still write /proc/sys (the files are root's, mode 0644), and
+  // kernel.core_pattern there runs a program on the host: the sysctls are bound read-only.
+  args.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev');
   for (const path of SYSTEM_PATHS) {
     if (!existsSync(path)) continue;
     const info = lstatSync(path);

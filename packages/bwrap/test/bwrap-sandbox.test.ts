@@ -28,19 +28,22 @@ async function rejection(action: () => Promise<unknown>): Promise<unknown> {
 }
 
 describe.skipIf(problem !== undefined)('bwrap sandbox', () => {
-  it('builds the documented bwrap argv: namespaces unshared, network shared by default, no /opt', () => {
+  it('builds the documented bwrap argv: namespaces unshared, no capabilities, sysctls read-only, network shared by default, no /opt', () => {
     const sandbox = new BwrapSandbox(
       { hostWorkdir: '/h/w', hostTmp: '/h/t', shareNet: true, readOnlyPaths: [] },
       {},
     );
     const argv = sandbox.argv(['true'], '/workspace');
-    expect(argv.slice(0, 5)).toEqual([
+    expect(argv.slice(0, 7)).toEqual([
       'bwrap',
       '--die-with-parent',
       '--new-session',
       '--unshare-all',
+      '--cap-drop',
+      'ALL',
       '--share-net',
     ]);
+    expect(argv.join(' ')).toContain('--proc /proc --ro-bind /proc/sys /proc/sys');
     expect(argv.join(' ')).toContain('--bind /h/w /workspace --bind /h/t /tmp');
     expect(argv.join(' ')).toContain('--remount-ro /');
     expect(argv).not.toContain('/opt');

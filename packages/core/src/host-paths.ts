@@ -1,7 +1,8 @@
-import { open } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { resolve, sep } from 'node:path';
-import { WsError } from './errors.js';
+import { join, resolve, sep } from 'node:path';
+import { fromErrno, WsError } from './errors.js';
+import type { GatewayChannel } from './gateway/client.js';
 
 /**
  * Refuses to let a backend delete a host folder that must never go: `/`, the home directory, or the
@@ -23,17 +24,77 @@ export function assertDeletableHostDir(path: string): string {
   return target;
 }
 
-/** The last `bytes` of a host file as text ('' when it cannot be read): for log tails in error messages. */
-export async function readHostFileTail(path: string, bytes = 4_096): Promise<string> {
-  const handle = await open(path, 'r').catch(() => undefined);
-  if (!handle) return '';
+/**
+ * Gives the host a private way to a unix socket that a sandbox created in a folder it can write.
+ * The entry `name` of `shared` is hard-linked into `privateDir` (a hard link is made to the entry
+ * itself, never to where a symbolic link leads) and must then be a socket: the host connects through
+ * the private link, so a link or file planted in the shared folder, or swapped in later, can never
+ * point the host at another socket.
+ *
+ * @returns the private path, or undefined while the socket does not exist yet.
+ * @throws WsError `PERMISSION_DENIED` when the entry is not a socket.
+ */
+export async function pinSandboxSocket(
+  shared: string,
+  name: string,
+  privateDir: string,
+): Promise<string | undefined> {
+  const pinned = join(privateDir, name);
+  await rm(pinned, { force: true });
   try {
-    const { size } = await handle.stat();
-    const length = Math.min(size, bytes);
-    const buffer = Buffer.alloc(length);
-    await handle.read(buffer, 0, length, size - length);
-    return buffer.toString('utf8');
-  } finally {
-    await handle.close();
+    await link(join(shared, name), pinned);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw fromErrno(error, `Reaching the socket ${join(shared, name)} failed`);
   }
+  const info = await lstat(pinned);
+  if (!info.isSocket()) {
+    await rm(pinned, { force: true });
+    throw new WsError(
+      'PERMISSION_DENIED',
+      `${join(shared, name)} is not a socket (a link or file was put there from inside the sandbox); not connecting to it`,
+      { details: { path: join(shared, name) } },
+    );
+  }
+  return pinned;
+}
+
+/**
+ * Creates a host folder only this user can enter (mode 0700) and checks that it is a real folder of
+ * this user, not a link. Its parents are created as needed.
+ * `anyOwner` accepts a folder of another user (a workdir the caller named).
+ * @throws WsError `PERMISSION_DENIED` when `path` is a link, not a directory, or another user's.
+ */
+export async function privateHostDir(path: string, options: { anyOwner?: boolean } = {}): Promise<string> {
+  await mkdir(path, { recursive: true, mode: 0o700 });
+  const info = await lstat(path);
+  if (info.isSymbolicLink() || !info.isDirectory())
+    throw new WsError('PERMISSION_DENIED', `${path} must be a directory, not a link`, { details: { path } });
+  const uid = process.getuid?.();
+  if (!options.anyOwner && uid !== undefined && info.uid !== uid)
+    throw new WsError('PERMISSION_DENIED', `${path} belongs to another user (uid ${info.uid})`, {
+      details: { path },
+    });
+  if ((info.mode & 0o777) !== 0o700) await chmod(path, 0o700);
+  return path;
+}
+
+/**
+ * The channel to a gateway that creates its socket `name` in `shared` (a folder the sandbox can
+ * write), and the `ready` check of its launch: the socket is pinned into `privateDir` with
+ * {@link pinSandboxSocket} once it exists, and the host only ever connects through that pin.
+ */
+export function pinnedSocketChannel(
+  shared: string,
+  name: string,
+  privateDir: string,
+): { channel: GatewayChannel; ready: () => Promise<boolean> } {
+  let pinned: string | undefined;
+  return {
+    channel: { kind: 'unix', socketPath: join(privateDir, name) },
+    ready: async () => {
+      pinned ??= await pinSandboxSocket(shared, name, privateDir);
+      return pinned !== undefined;
+    },
+  };
 }

@@ -6,7 +6,15 @@ export { abortError, fromErrno, isWsError, throwIfAborted, WsError } from './err
 export type { ExecResultInit } from './exec-result.js';
 export { createExecResult, decodeUtf8, encodeUtf8, normalizeInput, OutputCollector } from './exec-result.js';
 export type { GatewayChannel, GatewayRequestOptions } from './gateway/client.js';
-export { errorFromResponse, GatewayClient, isConnectionFailure, readText } from './gateway/client.js';
+export {
+  errorFromResponse,
+  GATEWAY_MAX_JSON_BYTES,
+  GatewayClient,
+  GatewayConnectionError,
+  isConnectionFailure,
+  parseGatewayJson,
+  readText,
+} from './gateway/client.js';
 export type { GatewaySandboxOptions } from './gateway/gateway-sandbox.js';
 export { GatewayMcpConnector, GatewaySandbox } from './gateway/gateway-sandbox.js';
 export { GATEWAY_MIN_NODE_MAJOR, installGateway, probeNode, readGatewayAsset } from './gateway/install.js';
@@ -22,7 +30,12 @@ export type {
   GatewayMcpConnect,
 } from './gateway/protocol.js';
 export { GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
-export { assertDeletableHostDir, readHostFileTail } from './host-paths.js';
+export {
+  assertDeletableHostDir,
+  pinnedSocketChannel,
+  pinSandboxSocket,
+  privateHostDir,
+} from './host-paths.js';
 export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './host-process.js';
 export { assertArgv, killGroup, runHostCommand, spawnHostProcess } from './host-process.js';
 export { generateId, isValidId, MAX_ID_BYTES, validateId } from './ids.js';
@@ -87,7 +100,7 @@ export type { SkillDocument } from './skills/front-matter.js';
 export { parseSkillDocument } from './skills/front-matter.js';
 export type { SkillScope } from './skills/skill-store.js';
 export { resolveHostPath, SkillStore } from './skills/skill-store.js';
-export { ChunkQueue, collectBytes } from './streams.js';
+export { ChunkQueue, collectBytes, TailBuffer } from './streams.js';
 export type {
   AudioContent,
   ImageContent,

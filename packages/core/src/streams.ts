@@ -104,3 +104,24 @@ export async function collectBytes(source: AsyncIterable<Uint8Array>): Promise<U
   }
   return out;
 }
+
+/** Keeps the last `limit` bytes pushed into it: a process's log tail, for error messages. */
+export class TailBuffer {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly limit = 4_096) {}
+
+  push(chunk: Uint8Array): void {
+    this.chunks.push(Buffer.from(chunk));
+    this.size += chunk.byteLength;
+    while (this.chunks.length > 1 && this.size - this.chunks[0]!.length >= this.limit)
+      this.size -= this.chunks.shift()!.length;
+  }
+
+  /** The kept bytes as text (at most `limit` bytes, from the end). */
+  text(): string {
+    const all = Buffer.concat(this.chunks);
+    return all.subarray(Math.max(0, all.length - this.limit)).toString('utf8');
+  }
+}

@@ -1,7 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Duplex } from 'node:stream';
 import {
   assertDeletableHostDir,
@@ -15,17 +15,24 @@ import {
   installGateway,
   type Provider,
   type ProviderSession,
+  pinnedSocketChannel,
+  privateHostDir,
   probeNode,
   readGatewayAsset,
-  readHostFileTail,
+  TailBuffer,
   throwIfAborted,
   WsError,
 } from '@ws/core';
 import Docker from 'dockerode';
-import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
+import { othersAttached, recordAttachment } from './attachments.js';
+import { CONTAINER_WORKDIR, DockerSandbox, demultiplex } from './docker-sandbox.js';
 
-/** How the host reaches the gateway in the container. */
-export type DockerGatewayChannel = 'unix' | 'tcp' | 'relay';
+/**
+ * How the host reaches the gateway in the container: `unix`, its socket in a bind-mounted host
+ * folder; `relay`, a command through the Engine API per request. (The gateway listens on a socket or
+ * loopback only, which no published port reaches, so there is no TCP channel.)
+ */
+export type DockerGatewayChannel = 'unix' | 'relay';
 
 /** Options of {@link DockerProvider}. */
 export interface DockerProviderOptions {
@@ -51,8 +58,9 @@ export const LABELS = {
 } as const;
 const GATEWAY_HOME = '/opt/ws';
 const GATEWAY_RUN = '/ws/run';
-const GATEWAY_PORT = 5600;
 const LOG_TAIL_BYTES = 4_096;
+// How long a gateway whose stdin was closed may take to exit before its connection is cut.
+const GATEWAY_STOP_GRACE_MS = 2_000;
 
 /** The container name of a workspace id: `ws_<id>`, or a sanitised id plus a hash when the id has other characters. */
 export function containerName(workspaceId: string): string {
@@ -80,8 +88,8 @@ export class DockerProvider implements Provider {
   private readonly docker: Docker;
   private container: Docker.Container | undefined;
   private link: GatewayLink | undefined;
-  /** Shows other workspace objects that this one still uses the container when no gateway runs. */
-  private lease: { stream: Duplex; file: string } | undefined;
+  /** This object's record among the container's users (see attachments.ts). */
+  private attachment: string | undefined;
   /** Milliseconds the last open took to create or re-attach the container (before the gateway). */
   attachMs: number | undefined;
   /** Milliseconds the gateway took to install and answer its first health check at the last open. */
@@ -91,11 +99,24 @@ export class DockerProvider implements Provider {
     if (options.hostWorkdir !== undefined && options.volume !== undefined) {
       throw new WsError('INVALID_ARGUMENT', 'Give hostWorkdir or volume, not both');
     }
+    const channel: unknown = options.gatewayChannel;
+    if (channel !== undefined && channel !== 'unix' && channel !== 'relay') {
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `gatewayChannel ${JSON.stringify(channel)} is not offered: the gateway listens only on a socket or loopback inside the container, which a published port cannot reach. Use 'unix' (the default) or 'relay'`,
+        { details: { gatewayChannel: channel } },
+      );
+    }
     this.persistent = options.hostWorkdir !== undefined || options.volume !== undefined;
     this.name = containerName(options.workspaceId);
     this.docker = options.docker instanceof Docker ? options.docker : new Docker(options.docker);
   }
 
+  /**
+   * The host folder of this container: private to the host (`node.json`, `users/`, `sockets/`) but
+   * for `shared/`, bound at /ws/run, where the gateway creates its socket. The host never reads
+   * anything in `shared/`; it connects to the socket through a link of its own in `sockets/`.
+   */
   private runtimeDir(): string {
     const base =
       this.options.hostRuntimeDir ??
@@ -116,34 +137,31 @@ export class DockerProvider implements Provider {
         { cause: error },
       );
     }
-    await this.releaseLease();
-    const runtime = this.runtimeDir();
-    await mkdir(runtime, { recursive: true, mode: 0o700 });
-    await chmod(runtime, 0o700);
+    await this.detach();
+    await privateHostDir(dirname(this.runtimeDir()));
+    const runtime = await privateHostDir(this.runtimeDir());
+    const shared = await privateHostDir(join(runtime, 'shared'));
+    const sockets = await privateHostDir(join(runtime, 'sockets'));
+    // Recorded before attaching, so that another object closing meanwhile sees this one.
+    this.attachment = await recordAttachment(await privateHostDir(join(runtime, 'users')));
     if (this.options.hostWorkdir !== undefined)
       await mkdir(resolve(this.options.hostWorkdir), { recursive: true, mode: 0o700 });
-    const container = await this.attachOrCreate(runtime);
+    const container = await this.attachOrCreate(shared);
     this.container = container;
     this.attachMs = performance.now() - started;
-    const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {});
-    if (this.options.gateway === false) {
-      await this.takeLease(container, runtime);
-      return { sandbox, workdir: CONTAINER_WORKDIR };
-    }
+    const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, this.runAs);
+    if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR };
     const complete = completeSandbox(sandbox);
     const gatewayStarted = performance.now();
     const node = await this.nodeOf(container, complete, runtime, options);
-    if (!node) {
-      await this.takeLease(container, runtime);
-      return { sandbox, workdir: CONTAINER_WORKDIR };
-    }
+    if (!node) return { sandbox, workdir: CONTAINER_WORKDIR };
     const bundlePath = await installGateway(
       complete,
       GATEWAY_HOME,
       await readGatewayAsset(import.meta.url),
       options,
     );
-    const link = new GatewayLink(this.launcher(container, runtime, node.path, bundlePath));
+    const link = new GatewayLink(this.launcher(container, shared, sockets, node.path, bundlePath));
     this.link = link;
     await link.start(options);
     this.gatewayStartMs = performance.now() - gatewayStarted;
@@ -154,48 +172,10 @@ export class DockerProvider implements Provider {
     };
   }
 
-  /**
-   * Marks this object as a user of the container with no gateway to show it: an attached `cat` whose
-   * pid sits in the runtime folder. It ends when the connection does, so a host process that dies
-   * releases its lease on its own.
-   */
-  private async takeLease(container: Docker.Container, runtime: string): Promise<void> {
-    const name = `lease-${randomBytes(8).toString('hex')}.pid`;
-    try {
-      const exec = await container.exec({
-        Cmd: [
-          'sh',
-          '-c',
-          'echo $$ > "$1" && echo ready && exec cat >/dev/null',
-          'sh',
-          `${GATEWAY_RUN}/${name}`,
-        ],
-        AttachStdin: true,
-        AttachStdout: true,
-        AttachStderr: true,
-      });
-      const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-      stream.on('error', () => {});
-      await new Promise<void>((ready, failed) => {
-        stream.once('data', () => ready());
-        stream.once('close', () => failed(new Error('the lease command ended at once')));
-      });
-      stream.resume();
-      this.lease = { stream, file: join(runtime, name) };
-    } catch (error) {
-      throw await new DockerSandbox(container, this.name, {}).translate(
-        error,
-        'taking a lease on the container',
-      );
-    }
-  }
-
-  private async releaseLease(): Promise<void> {
-    const lease = this.lease;
-    this.lease = undefined;
-    if (!lease) return;
-    await rm(lease.file, { force: true }).catch(() => {});
-    lease.stream.destroy();
+  private async detach(): Promise<void> {
+    const attachment = this.attachment;
+    this.attachment = undefined;
+    if (attachment) await rm(attachment, { force: true }).catch(() => {});
   }
 
   /**
@@ -223,7 +203,7 @@ export class DockerProvider implements Provider {
     return node;
   }
 
-  private async attachOrCreate(runtime: string): Promise<Docker.Container> {
+  private async attachOrCreate(shared: string): Promise<Docker.Container> {
     const container = this.docker.getContainer(this.name);
     // While another process creates the container, its name is taken (409) before it can be inspected
     // (404): wait a little and look again.
@@ -252,7 +232,7 @@ export class DockerProvider implements Provider {
           });
       }
       try {
-        await this.create(runtime);
+        await this.create(shared);
       } catch (error) {
         // 409: another process created the same container first; attach to it on the next round.
         if (statusOf(error) !== 409) throw error;
@@ -262,7 +242,7 @@ export class DockerProvider implements Provider {
     throw new WsError('CONFLICT', `The container ${this.name} kept changing while being attached`);
   }
 
-  private async create(runtime: string): Promise<void> {
+  private async create(shared: string): Promise<void> {
     const { image } = this.options;
     try {
       await this.docker.getImage(image).inspect();
@@ -275,11 +255,10 @@ export class DockerProvider implements Provider {
         },
       );
     }
-    const binds = [`${runtime}:${GATEWAY_RUN}:rw`];
+    const binds = [`${shared}:${GATEWAY_RUN}:rw`];
     if (this.options.hostWorkdir !== undefined)
       binds.push(`${resolve(this.options.hostWorkdir)}:${CONTAINER_WORKDIR}:rw`);
     if (this.options.volume !== undefined) binds.push(`${this.options.volume}:${CONTAINER_WORKDIR}:rw`);
-    const tcp = this.options.gatewayChannel === 'tcp';
     const container = await this.docker.createContainer({
       name: this.name,
       Image: image,
@@ -293,110 +272,93 @@ export class DockerProvider implements Provider {
         [LABELS.created]: new Date().toISOString(),
       },
       Env: Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`),
-      ...(tcp ? { ExposedPorts: { [`${GATEWAY_PORT}/tcp`]: {} } } : {}),
+      ...(this.runAs ? { User: `${this.runAs.uid}:${this.runAs.gid}` } : {}),
       HostConfig: {
         Binds: binds,
-        // Published to the host's loopback only, never to other interfaces.
-        ...(tcp
-          ? { PortBindings: { [`${GATEWAY_PORT}/tcp`]: [{ HostIp: '127.0.0.1', HostPort: '' }] } }
-          : {}),
+        // Commands run with no capabilities and cannot gain any (setuid binaries included).
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
       },
     });
     await container.start().catch((error: unknown) => {
       // A process attaching meanwhile may have started it already.
       if (statusOf(error) !== 304) throw error;
     });
-    await container
-      .exec({ Cmd: ['mkdir', '-p', CONTAINER_WORKDIR, GATEWAY_HOME] })
-      .then((exec) => exec.start({ Detach: true }));
+  }
+
+  /**
+   * The user the container runs as: a host user other than root, when its files are a host folder,
+   * so that what the sandbox writes belongs to that user (root in the container has no capability to
+   * hand files over later). Undefined: the image's user.
+   */
+  private get runAs(): { uid: number; gid: number } | undefined {
+    const uid = process.getuid?.();
+    if (uid === undefined || uid === 0 || this.options.hostWorkdir === undefined) return undefined;
+    return { uid, gid: process.getgid?.() ?? uid };
   }
 
   private launcher(
     container: Docker.Container,
-    runtime: string,
+    shared: string,
+    sockets: string,
     node: string,
     bundlePath: string,
   ): GatewayLauncher {
-    const channelKind = this.options.gatewayChannel ?? 'unix';
-    let log = join(runtime, 'gateway.log');
+    const relay = this.options.gatewayChannel === 'relay';
+    const log = new TailBuffer(LOG_TAIL_BYTES);
     return {
       launch: async ({ token, nonce }) => {
-        const tag = nonce.slice(0, 12);
-        const socketName = `gateway-${tag}.sock`;
-        log = join(runtime, `gateway-${tag}.log`);
-        await writeFile(join(runtime, `token-${tag}`), token, { mode: 0o600 });
-        const listen =
-          channelKind === 'tcp'
-            ? ['--port', String(GATEWAY_PORT), '--host', '0.0.0.0']
-            : ['--socket', `${GATEWAY_RUN}/${socketName}`];
+        const socketName = `gateway-${nonce.slice(0, 12)}.sock`;
         const exec = await container.exec({
           Cmd: [
-            'sh',
-            '-c',
-            'exec "$@" >> "$LOG" 2>&1',
-            'sh',
             node,
             bundlePath,
-            ...listen,
-            '--token-file',
-            `${GATEWAY_RUN}/token-${tag}`,
-            '--nonce',
-            nonce,
-            '--pid-file',
-            `${GATEWAY_RUN}/gateway-${tag}.pid`,
+            '--socket',
+            `${GATEWAY_RUN}/${socketName}`,
+            '--secrets-stdin',
             '--workdir',
             CONTAINER_WORKDIR,
           ],
-          Env: [`LOG=${GATEWAY_RUN}/gateway-${tag}.log`],
+          AttachStdin: true,
           AttachStdout: true,
           AttachStderr: true,
         });
-        // The attached stream stays open while the gateway lives: its end tells when it exited.
-        const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
-        stream.resume();
-        const exited = new Promise<void>((resolveExit) => {
-          stream.once('end', () => resolveExit());
-          stream.once('close', () => resolveExit());
-          stream.once('error', () => resolveExit());
-        });
-        let channel: GatewayChannel;
-        if (channelKind === 'tcp') {
-          const info = await container.inspect();
-          const port = Number(info.NetworkSettings.Ports?.[`${GATEWAY_PORT}/tcp`]?.[0]?.HostPort);
-          if (!port)
-            throw new WsError(
-              'BACKEND_ERROR',
-              `The container ${this.name} publishes no gateway port; create it with gatewayChannel 'tcp'`,
-            );
-          channel = { kind: 'tcp', port };
-        } else if (channelKind === 'relay') {
-          channel = {
-            kind: 'relay',
-            sandbox: new DockerSandbox(container, this.name, {}),
-            target: `${GATEWAY_RUN}/${socketName}`,
-            node,
-          };
-        } else {
-          channel = { kind: 'unix', socketPath: join(runtime, socketName) };
-        }
+        // The attached stream stays open while the gateway lives: its end tells when it exited, and
+        // closing it (or this process dying) closes the gateway's stdin, which ends the gateway.
+        const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
+        stream.on('error', () => {});
+        stream.write(`${JSON.stringify({ token, nonce })}\n`);
+        const exited = demultiplex(stream, async (_channel, chunk) => log.push(chunk)).catch(() => {});
+        const reach = relay
+          ? {
+              channel: {
+                kind: 'relay',
+                sandbox: new DockerSandbox(container, this.name, {}),
+                target: `${GATEWAY_RUN}/${socketName}`,
+                node,
+              } satisfies GatewayChannel,
+            }
+          : pinnedSocketChannel(shared, socketName, sockets);
         return {
-          channel,
+          ...reach,
           exited,
           stop: async () => {
-            const pid = await readFile(join(runtime, `gateway-${tag}.pid`), 'utf8').catch(() => '');
-            if (pid.trim()) {
-              await container
-                .exec({ Cmd: ['kill', pid.trim()] })
-                .then((kill) => kill.start({ Detach: true }))
-                .catch(() => {});
-            }
+            stream.end();
+            let timer: NodeJS.Timeout | undefined;
+            await Promise.race([
+              exited,
+              new Promise((resolveStop) => {
+                timer = setTimeout(resolveStop, GATEWAY_STOP_GRACE_MS);
+              }),
+            ]);
+            clearTimeout(timer);
             stream.destroy();
-            await rm(join(runtime, socketName), { force: true });
-            await rm(join(runtime, `gateway-${tag}.pid`), { force: true });
+            await rm(join(sockets, socketName), { force: true });
+            await rm(join(shared, socketName), { force: true });
           },
         };
       },
-      logTail: () => readHostFileTail(log, LOG_TAIL_BYTES),
+      logTail: async () => log.text(),
     };
   }
 
@@ -415,54 +377,24 @@ export class DockerProvider implements Provider {
     const link = this.link;
     this.link = undefined;
     await link?.stop().catch(() => {});
-    await this.releaseLease();
-    if (container && this.options.hostWorkdir !== undefined && process.getuid && process.getuid() !== 0) {
-      // Files written in the container belong to its root; hand them back to the host user.
-      const owner = `${process.getuid()}:${process.getgid?.() ?? process.getuid()}`;
-      await container
-        .exec({ Cmd: ['chown', '-R', owner, CONTAINER_WORKDIR] })
-        .then((exec) => exec.start({ hijack: true, stdin: false }))
-        .then(
-          (stream) =>
-            new Promise((done) => (stream as Duplex).resume().once('end', done).once('close', done)),
-        )
-        .catch(() => {});
-    }
+    const own = this.attachment;
+    const users = join(this.runtimeDir(), 'users');
     // Workspace objects with the same id (in this process or another) share the container: the last
-    // one to close removes it. Each of them runs its own gateway or holds a lease, whose pid file
-    // shows it is there.
-    if (container && (await this.othersAttached(container))) return;
-    if (container) {
-      await container.remove({ force: true }).catch((error: unknown) => {
-        if (statusOf(error) !== 404 && statusOf(error) !== 409)
-          throw new WsError('BACKEND_ERROR', `Removing ${this.name} failed: ${(error as Error).message}`, {
-            cause: error,
-          });
-      });
-    }
+    // one to close removes it.
+    const shared = container !== undefined && (await othersAttached(users, own));
+    await this.detach();
+    if (!container || shared) return;
+    await container.remove({ force: true }).catch((error: unknown) => {
+      if (statusOf(error) !== 404 && statusOf(error) !== 409)
+        throw new WsError('BACKEND_ERROR', `Removing ${this.name} failed: ${(error as Error).message}`, {
+          cause: error,
+        });
+    });
     await rm(this.runtimeDir(), { recursive: true, force: true }).catch(() => {});
   }
 
-  private async othersAttached(container: Docker.Container): Promise<boolean> {
-    const pids: string[] = [];
-    for (const name of await readdir(this.runtimeDir()).catch(() => [] as string[])) {
-      if (!/^(gateway|lease)-[0-9a-f]+\.pid$/.test(name)) continue;
-      const pid = (await readFile(join(this.runtimeDir(), name), 'utf8').catch(() => '')).trim();
-      if (/^\d+$/.test(pid)) pids.push(pid);
-    }
-    if (pids.length === 0) return false;
-    const sandbox = new DockerSandbox(container, this.name, {});
-    const result = await sandbox
-      .exec(
-        ['sh', '-c', 'for p in "$@"; do kill -0 "$p" 2>/dev/null && exit 0; done; exit 1', 'sh', ...pids],
-        { cwd: '/' },
-      )
-      .catch(() => undefined);
-    return result?.exitCode === 0;
-  }
-
   async destroy(): Promise<void> {
-    await this.releaseLease();
+    await this.detach();
     await this.docker
       .getContainer(this.name)
       .remove({ force: true })

@@ -27,11 +27,10 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   owner?: string;
   /**
    * How the host reaches the gateway: `unix` (default), a socket in a host folder bind-mounted into
-   * the container; `tcp`, a port published on 127.0.0.1 only; `relay`, a command through the Engine API
-   * per request. Fixed when the container is created.
+   * the container; `relay`, a command through the Engine API per request.
    */
   gatewayChannel?: DockerGatewayChannel;
-  /** Host folder for the gateway's socket and log. Default: `$XDG_RUNTIME_DIR` or the temp folder. */
+  /** Host folder of the runtime folders (one per container). Default: `$XDG_RUNTIME_DIR` or the temp folder. */
   hostRuntimeDir?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
   gateway?: boolean;

@@ -1,19 +1,22 @@
-import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { createGatewayServer } from './server.js';
 
-// node gateway.mjs (--socket PATH | --port N [--host ADDRESS] [--port-file PATH]) --workdir DIR
-//                   [--allow ROOT]... [--token-file PATH] [--nonce N] [--pid-file PATH]
-// --host defaults to 127.0.0.1; a container whose port is published to the host's loopback needs
-// 0.0.0.0 inside it (the token still guards every request).
-// The token comes from --token-file (read, then deleted) or the WS_GATEWAY_TOKEN environment
-// variable, never from the command line, which other processes can read.
+// node gateway.mjs (--socket PATH | --port N [--host 127.0.0.1|::1] [--port-file PATH]) --workdir DIR
+//                   [--allow ROOT]... [--secrets-stdin] [--nonce N] [--pid-file PATH]
+//
+// The gateway listens on a unix socket or a loopback port, never on another address.
+// The token comes from the first line of stdin with --secrets-stdin (a JSON object
+// `{"token": "...", "nonce": "..."}`; the gateway then exits when stdin closes, so it never outlives
+// the host process that started it), or else from the WS_GATEWAY_TOKEN environment variable. Never
+// from the command line or a file, which other processes in the sandbox could read or replace.
 const { values } = parseArgs({
   options: {
     socket: { type: 'string' },
     host: { type: 'string', default: '127.0.0.1' },
     'pid-file': { type: 'string' },
-    'token-file': { type: 'string' },
+    'secrets-stdin': { type: 'boolean', default: false },
     nonce: { type: 'string' },
     port: { type: 'string' },
     'port-file': { type: 'string' },
@@ -22,18 +25,46 @@ const { values } = parseArgs({
   },
 });
 
-let token = process.env.WS_GATEWAY_TOKEN ?? '';
-if (values['token-file']) {
-  token = readFileSync(values['token-file'], 'utf8').trim();
-  rmSync(values['token-file'], { force: true });
-}
-const nonce = values.nonce ?? process.env.WS_GATEWAY_NONCE ?? '';
-if (token.length < 16) {
-  process.stderr.write('gateway: WS_GATEWAY_TOKEN must hold a token of at least 16 characters\n');
+function fail(message: string): never {
+  process.stderr.write(`gateway: ${message}\n`);
   process.exit(2);
+}
+
+/** The first line of stdin (at most 64 KiB); the rest of stdin is watched for its end. */
+function firstLine(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const newline = buffered.indexOf('\n');
+      if (newline !== -1) {
+        process.stdin.off('data', onData);
+        resolve(buffered.slice(0, newline));
+      } else if (buffered.length > 65_536) reject(new Error('the secrets line is too long'));
+    };
+    process.stdin.on('data', onData);
+    process.stdin.once('end', () => reject(new Error('stdin closed before the secrets line')));
+  });
+}
+
+let token = process.env.WS_GATEWAY_TOKEN ?? '';
+let nonce = values.nonce ?? process.env.WS_GATEWAY_NONCE ?? '';
+if (values['secrets-stdin']) {
+  try {
+    const secrets = JSON.parse(await firstLine()) as { token?: unknown; nonce?: unknown };
+    token = typeof secrets.token === 'string' ? secrets.token : '';
+    if (typeof secrets.nonce === 'string') nonce = secrets.nonce;
+  } catch (error) {
+    fail(`reading the secrets from stdin failed: ${(error as Error).message}`);
+  }
 }
 delete process.env.WS_GATEWAY_TOKEN;
 delete process.env.WS_GATEWAY_NONCE;
+if (token.length < 16)
+  fail('the token must hold at least 16 characters (--secrets-stdin or WS_GATEWAY_TOKEN)');
+const host = values.host ?? '127.0.0.1';
+const loopback = (isIP(host) === 4 && host.startsWith('127.')) || host === '::1';
+if (!values.socket && !loopback) fail(`--host must be a loopback address (127.0.0.1 or ::1), not ${host}`);
 
 const server = createGatewayServer({
   token,
@@ -52,18 +83,24 @@ const shutdown = () => {
 };
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
+if (values['secrets-stdin']) {
+  process.stdin.once('end', shutdown);
+  process.stdin.resume();
+}
 
 if (values.socket) {
   rmSync(values.socket, { force: true });
+  // Only the owner may connect (the socket is created under this umask, so there is no window).
+  process.umask(0o177);
   server.listen(values.socket, () => {
-    chmodSync(values.socket as string, 0o600);
+    process.umask(0o022);
     process.stderr.write(`gateway: serving on ${values.socket}\n`);
   });
 } else {
-  server.listen(Number(values.port ?? 0), values.host, () => {
+  server.listen(Number(values.port ?? 0), host, () => {
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : 0;
     if (values['port-file']) writeFileSync(values['port-file'], String(port));
-    process.stderr.write(`gateway: serving on ${values.host}:${port}\n`);
+    process.stderr.write(`gateway: serving on ${host}:${port}\n`);
   });
 }

@@ -68,9 +68,22 @@ function sendJson(response: ServerResponse, value: unknown): void {
   response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value ?? null));
 }
 
+/** The most a JSON request body (or an exec request's header line) may hold. */
+export const MAX_JSON_BODY_BYTES = 64 * 1024 * 1024;
+
+const tooLarge = () =>
+  new WsError('LIMIT_EXCEEDED', `The request body is larger than ${MAX_JSON_BODY_BYTES} bytes`, {
+    details: { limit: MAX_JSON_BODY_BYTES },
+  });
+
 async function readJson<T>(request: IncomingMessage): Promise<T> {
   const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_JSON_BODY_BYTES) throw tooLarge();
+    chunks.push(chunk as Buffer);
+  }
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as T;
   } catch {
@@ -83,32 +96,53 @@ async function readExecRequest(
   request: IncomingMessage,
 ): Promise<{ header: GatewayExecRequest; rest: AsyncIterable<Uint8Array> }> {
   const iterator = request[Symbol.asyncIterator]();
-  let buffered = Buffer.alloc(0);
+  const before: Buffer[] = [];
+  let size = 0;
   for (;;) {
-    const newline = buffered.indexOf(10);
-    if (newline !== -1) {
-      let header: GatewayExecRequest;
-      try {
-        header = JSON.parse(buffered.subarray(0, newline).toString('utf8')) as GatewayExecRequest;
-      } catch {
-        throw new WsError('INVALID_ARGUMENT', 'The exec request does not start with a JSON line');
-      }
-      const leftover = buffered.subarray(newline + 1);
-      const rest: AsyncIterable<Uint8Array> = {
-        async *[Symbol.asyncIterator]() {
-          if (leftover.length > 0) yield leftover;
-          for (;;) {
-            const next = await iterator.next();
-            if (next.done) return;
-            yield next.value as Uint8Array;
-          }
-        },
-      };
-      return { header, rest };
-    }
     const next = await iterator.next();
     if (next.done) throw new WsError('INVALID_ARGUMENT', 'The exec request ended before its JSON line');
-    buffered = Buffer.concat([buffered, next.value as Buffer]);
+    const chunk = next.value as Buffer;
+    const newline = chunk.indexOf(10);
+    if (newline === -1) {
+      size += chunk.length;
+      if (size > MAX_JSON_BODY_BYTES) throw tooLarge();
+      before.push(chunk);
+      continue;
+    }
+    let header: GatewayExecRequest;
+    try {
+      header = JSON.parse(Buffer.concat([...before, chunk.subarray(0, newline)]).toString('utf8'));
+    } catch {
+      throw new WsError('INVALID_ARGUMENT', 'The exec request does not start with a JSON line');
+    }
+    const leftover = chunk.subarray(newline + 1);
+    const rest: AsyncIterable<Uint8Array> = {
+      async *[Symbol.asyncIterator]() {
+        if (leftover.length > 0) yield leftover;
+        for (;;) {
+          const more = await iterator.next();
+          if (more.done) return;
+          yield more.value as Uint8Array;
+        }
+      },
+    };
+    return { header, rest };
+  }
+}
+
+/** The request's body, which fails unless it arrived whole: a cut-off upload must not be committed. */
+async function* wholeBody(request: IncomingMessage): AsyncGenerator<Uint8Array> {
+  yield* request as AsyncIterable<Uint8Array>;
+  if (!request.complete)
+    throw new WsError('ABORTED', 'The upload was cut off before its end; nothing was written');
+}
+
+/** A path segment of the URL, decoded. @throws WsError `INVALID_ARGUMENT` for a malformed escape. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new WsError('INVALID_ARGUMENT', `Malformed URL segment ${JSON.stringify(segment)}`);
   }
 }
 
@@ -234,7 +268,12 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
   };
 
   const route = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
-    const url = new URL(request.url ?? '/', 'http://gateway');
+    let url: URL;
+    try {
+      url = new URL(request.url ?? '/', 'http://gateway');
+    } catch {
+      throw new WsError('INVALID_ARGUMENT', 'Malformed request URL');
+    }
     const method = request.method ?? 'GET';
     if (url.pathname === '/health' && method === 'GET') {
       const health: GatewayHealth = {
@@ -267,7 +306,7 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
       }
       if (method === 'PUT') {
         const mode = url.searchParams.get('mode');
-        await sandbox.writeStream(path, request, mode ? { mode: Number.parseInt(mode, 8) } : {});
+        await sandbox.writeStream(path, wholeBody(request), mode ? { mode: Number.parseInt(mode, 8) } : {});
         sendJson(response, null);
         return;
       }
@@ -304,7 +343,7 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
     }
     const match = /^\/mcp\/sessions\/([^/]+)(?:\/(tools|call))?$/.exec(url.pathname);
     if (match) {
-      const id = decodeURIComponent(match[1]!);
+      const id = decodeSegment(match[1]!);
       const entry = sessions.get(id);
       if (!entry) throw new WsError('NOT_FOUND', `No MCP session ${id} in this gateway`);
       if (match[2] === 'tools' && method === 'GET') {
@@ -339,7 +378,11 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
   const server = createServer((request, response) => {
     route(request, response).catch((error: unknown) => sendError(response, error));
   });
-  server.keepAliveTimeout = 60_000;
+  // Idle connections stay open until the host closes them: a connection the gateway closes is then
+  // always its death, which the host reports, never a race with a request in flight. Uploads and
+  // commands may take as long as they take.
+  server.keepAliveTimeout = 0;
+  server.requestTimeout = 0;
   server.on('close', () => {
     for (const entry of sessions.values()) void entry.session.close();
     sessions.clear();

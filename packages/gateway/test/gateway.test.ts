@@ -3,7 +3,14 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { GatewayClient, type GatewayLauncher, GatewayLink, GatewaySandbox, isWsError } from '@ws/core';
+import {
+  GatewayClient,
+  type GatewayLauncher,
+  GatewayLink,
+  GatewaySandbox,
+  isWsError,
+  readText,
+} from '@ws/core';
 import { LocalSandbox } from '@ws/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -134,6 +141,68 @@ describe('gateway', () => {
     }
     expect(existsSync(join(outside, 'new.txt'))).toBe(false);
     expect(existsSync(join(workdir, 'inside/a.txt'))).toBe(true);
+  });
+
+  it('answers malformed and oversized requests with typed errors, and keeps going', async () => {
+    const malformed = await client.request('GET', '/mcp/sessions/%E0%A4%A/tools');
+    expect(malformed.statusCode).toBe(400);
+    expect(JSON.parse(await readText(malformed))).toMatchObject({ error: { code: 'INVALID_ARGUMENT' } });
+    // 80 MiB of JSON, streamed: refused at the limit, not buffered.
+    const chunk = new Uint8Array(1024 * 1024).fill(0x20);
+    const body = (async function* () {
+      yield new TextEncoder().encode('{"spec":');
+      for (let index = 0; index < 80; index++) yield chunk;
+      yield new TextEncoder().encode('null}');
+    })();
+    const oversized = await client.request('POST', '/mcp/sessions', { body });
+    expect(oversized.statusCode).toBe(413);
+    expect(JSON.parse(await readText(oversized))).toMatchObject({ error: { code: 'LIMIT_EXCEEDED' } });
+    const header = (async function* () {
+      for (let index = 0; index < 80; index++) yield chunk;
+    })();
+    const endless = await client.request('POST', '/exec', { body: header });
+    expect(endless.statusCode).toBe(413);
+    await readText(endless);
+    expect((await client.health())?.status).toBe('ok');
+  });
+
+  it('never commits an upload that was cut off: the file keeps its old bytes', async () => {
+    const sandbox = new GatewaySandbox({ direct: new LocalSandbox({ workdir }), link, routeExec: false });
+    await sandbox.writeFile('cut.txt', 'old');
+    const controller = new AbortController();
+    const body = (async function* () {
+      yield new Uint8Array(1024 * 1024).fill(0x6e);
+      controller.abort();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      yield new Uint8Array(1024 * 1024).fill(0x6e);
+    })();
+    let failure: unknown;
+    try {
+      await sandbox.writeStream('cut.txt', body, { signal: controller.signal });
+    } catch (error) {
+      failure = error;
+    }
+    expect(isWsError(failure, 'ABORTED'), String(failure)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(new TextDecoder().decode(await sandbox.readFile('cut.txt'))).toBe('old');
+  });
+
+  it('refuses to listen on anything but a socket or loopback', async () => {
+    const child = spawn(
+      process.execPath,
+      [bundle, '--port', '0', '--host', '0.0.0.0', '--workdir', workdir],
+      {
+        env: { ...process.env, WS_GATEWAY_TOKEN: 'a-token-of-enough-length' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const code = await new Promise((resolve) => child.once('exit', resolve));
+    expect(code).toBe(2);
+    expect(stderr).toContain('loopback');
   });
 
   it('is reachable through a relay command when there is no direct connection', async () => {

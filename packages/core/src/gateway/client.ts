@@ -1,6 +1,6 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Duplex } from 'node:stream';
-import { abortError, WsError, type WsErrorCode } from '../errors.js';
+import { abortError, fromErrno, isWsError, WsError, type WsErrorCode } from '../errors.js';
 import type { Sandbox } from '../sandbox.js';
 import { ChunkQueue } from '../streams.js';
 import type { GatewayErrorBody, GatewayHealth } from './protocol.js';
@@ -34,22 +34,35 @@ export interface GatewayRequestOptions {
 }
 
 // Connects to the gateway inside the sandbox and copies bytes both ways; it ends when the gateway
-// closes the connection (each relayed request asks for `Connection: close`).
-const RELAY_SCRIPT = `const net=require('net');const t=process.argv[1];
+// closes the connection (each relayed request asks for \`Connection: close\`). Exit 3: the connection
+// could not be made (nothing reached the gateway); exit 4: it broke after it was made.
+const RELAY_SCRIPT = `const net=require('net');const t=process.argv[1];let up=false;
 const s=/^\\d+$/.test(t)?net.connect(Number(t),'127.0.0.1'):net.connect(t);
-s.on('error',e=>{process.stderr.write(String(e&&e.message||e));process.exit(3)});
+s.on('connect',()=>{up=true});
+s.on('error',e=>{process.stderr.write(String(e&&e.message||e));process.exit(up?4:3)});
 process.stdin.pipe(s,{end:false});s.pipe(process.stdout);s.on('close',()=>process.exit(0));`;
 
-/** A connection-level failure: the gateway could not be reached at all. */
-export function isConnectionFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown })?.code;
-  return (
-    code === 'ECONNREFUSED' ||
-    code === 'ENOENT' ||
-    code === 'ECONNRESET' ||
-    code === 'EPIPE' ||
-    code === 'GATEWAY_RELAY_FAILED'
-  );
+/** The most a JSON answer of the gateway may hold: an answer past it is refused, not buffered. */
+export const GATEWAY_MAX_JSON_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A request that failed because the connection to the gateway failed. `reached` tells whether any
+ * of it may have reached the gateway: when false, nothing was sent and the request can be made
+ * again another way; when true, its effect may have happened and it must not be repeated.
+ */
+export class GatewayConnectionError extends Error {
+  readonly reached: boolean;
+
+  constructor(message: string, reached: boolean, cause: unknown) {
+    super(message, { cause });
+    this.name = 'GatewayConnectionError';
+    this.reached = reached;
+  }
+}
+
+/** A connection-level failure: the gateway could not be reached, or the connection broke. */
+export function isConnectionFailure(error: unknown): error is GatewayConnectionError {
+  return error instanceof GatewayConnectionError;
 }
 
 function relayConnection(channel: Extract<GatewayChannel, { kind: 'relay' }>): Duplex {
@@ -82,14 +95,15 @@ function relayConnection(channel: Extract<GatewayChannel, { kind: 'relay' }>): D
     .then(
       (result) => {
         if (result.exitCode !== 0) {
-          duplex.destroy(
-            Object.assign(new Error(`gateway relay exited with ${result.exitCode}: ${stderr.trim()}`), {
-              code: 'GATEWAY_RELAY_FAILED',
-            }),
-          );
+          const message = `gateway relay exited with ${result.exitCode}: ${stderr.trim()}`;
+          duplex.destroy(new GatewayConnectionError(message, result.exitCode !== 3, undefined));
         } else duplex.push(null);
       },
-      (error: unknown) => duplex.destroy(error as Error),
+      // The relay command never ran: nothing reached the gateway.
+      (error: unknown) =>
+        duplex.destroy(
+          new GatewayConnectionError(`the gateway relay could not start: ${error}`, false, error),
+        ),
     );
   return duplex;
 }
@@ -108,7 +122,11 @@ export class GatewayClient {
     this.agent = channel.kind === 'relay' ? undefined : new Agent({ keepAlive: true, maxSockets: 64 });
   }
 
-  /** Sends one request and resolves with the response (status not checked). */
+  /**
+   * Sends one request and resolves with the response (status not checked). A streamed body is read
+   * only once the connection is made, so a request that could not connect leaves it unread.
+   * @throws GatewayConnectionError when the connection fails (see `reached`); WsError `TIMEOUT`, `ABORTED`.
+   */
   request(method: string, path: string, options: GatewayRequestOptions = {}): Promise<IncomingMessage> {
     const { channel } = this;
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
@@ -124,11 +142,17 @@ export class GatewayClient {
         ...(channel.kind === 'tcp' ? { host: '127.0.0.1', port: channel.port, agent: this.agent } : {}),
         ...(channel.kind === 'relay' ? { createConnection: () => relayConnection(channel) } : {}),
       });
+      // Whether the connection was made, so that bytes of this request may have reached the gateway.
+      let connected = false;
       let timer: NodeJS.Timeout | undefined;
       const fail = (error: unknown) => {
         if (timer) clearTimeout(timer);
         options.signal?.removeEventListener('abort', onAbort);
-        reject(error);
+        if (isWsError(error) || error instanceof GatewayConnectionError) reject(error);
+        else {
+          const reason = error instanceof Error ? error.message : String(error);
+          reject(new GatewayConnectionError(`${method} ${path}: ${reason}`, connected, error));
+        }
       };
       const onAbort = () => {
         request.destroy();
@@ -142,6 +166,7 @@ export class GatewayClient {
             new WsError(
               'TIMEOUT',
               `The gateway did not answer ${method} ${path} within ${options.timeoutMs} ms`,
+              { details: { mayHaveRun: connected } },
             ),
           );
         }, options.timeoutMs);
@@ -153,16 +178,27 @@ export class GatewayClient {
         resolve(response);
       });
       const body = options.body;
-      if (body === undefined) request.end();
-      else if (typeof body === 'string' || body instanceof Uint8Array) request.end(body);
-      else {
-        (async () => {
-          for await (const chunk of body) {
-            if (!request.write(chunk)) await new Promise((done) => request.once('drain', done));
-          }
-          request.end();
-        })().catch((error: unknown) => request.destroy(error as Error));
-      }
+      const send = () => {
+        connected = true;
+        if (body === undefined) request.end();
+        else if (typeof body === 'string' || body instanceof Uint8Array) request.end(body);
+        else {
+          (async () => {
+            for await (const chunk of body) {
+              if (!request.write(chunk)) await new Promise((done) => request.once('drain', done));
+            }
+            request.end();
+          })().catch((error: unknown) => {
+            // The caller's stream failed, not the connection: say so.
+            fail(isWsError(error) ? error : fromErrno(error, `Reading the body of ${method} ${path} failed`));
+            request.destroy();
+          });
+        }
+      };
+      request.once('socket', (socket) => {
+        if (channel.kind !== 'relay' && socket.connecting) socket.once('connect', send);
+        else send();
+      });
     });
   }
 
@@ -181,7 +217,7 @@ export class GatewayClient {
     });
     const text = await readText(response);
     if ((response.statusCode ?? 500) >= 400) throw errorFromResponse(response.statusCode ?? 500, text);
-    return (text === '' ? null : JSON.parse(text)) as T;
+    return parseGatewayJson<T>(text);
   }
 
   /** The gateway's health, or undefined when it does not answer well within `timeoutMs`. */
@@ -199,11 +235,48 @@ export class GatewayClient {
   }
 }
 
-/** Reads a whole response body as UTF-8. */
-export async function readText(response: IncomingMessage): Promise<string> {
+/**
+ * Reads a whole response body as UTF-8, at most `limit` bytes: a longer answer is refused.
+ * @throws WsError `LIMIT_EXCEEDED`; `BACKEND_UNAVAILABLE` when the connection breaks meanwhile.
+ */
+export async function readText(response: IncomingMessage, limit = GATEWAY_MAX_JSON_BYTES): Promise<string> {
   const chunks: Buffer[] = [];
-  for await (const chunk of response) chunks.push(chunk as Buffer);
+  let size = 0;
+  try {
+    for await (const chunk of response) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        response.destroy();
+        throw new WsError('LIMIT_EXCEEDED', `The gateway's answer is larger than ${limit} bytes`, {
+          details: { limit },
+        });
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    if (isWsError(error)) throw error;
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `The connection to the gateway broke: ${(error as Error).message}`,
+      {
+        cause: error,
+        details: { mayHaveRun: true },
+      },
+    );
+  }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Parses a JSON answer of the gateway. @throws WsError `BACKEND_ERROR` for malformed JSON. */
+export function parseGatewayJson<T>(text: string): T {
+  if (text === '') return null as T;
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    throw new WsError('BACKEND_ERROR', `The gateway answered with malformed JSON: ${text.slice(0, 200)}`, {
+      cause: error,
+    });
+  }
 }
 
 /** The WsError an error answer of the gateway describes. */

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { abortError, throwIfAborted, WsError } from '../errors.js';
+import { abortError, isWsError, throwIfAborted, WsError } from '../errors.js';
 import { createExecResult, normalizeInput, OutputCollector } from '../exec-result.js';
 import { assertArgv } from '../host-process.js';
 import type { McpCallOptions, McpConnector, McpScopeKey, McpSession, McpToolInfo } from '../mcp/connector.js';
@@ -25,7 +25,13 @@ import {
 } from '../sandbox.js';
 import { collectBytes } from '../streams.js';
 import type { ToolResult } from '../tool.js';
-import { errorFromResponse, type GatewayClient, isConnectionFailure, readText } from './client.js';
+import {
+  errorFromResponse,
+  type GatewayClient,
+  isConnectionFailure,
+  parseGatewayJson,
+  readText,
+} from './client.js';
 import type { GatewayLink } from './link.js';
 import type { GatewayExecFrame, GatewayExecRequest, GatewayFileOp } from './protocol.js';
 
@@ -40,6 +46,8 @@ export interface GatewaySandboxOptions {
   checkPath?: (absolutePath: string) => void;
 }
 
+// The longest line of a command's output stream: a frame holds one base64 chunk, far below this.
+const MAX_FRAME_CHARS = 16 * 1024 * 1024;
 // After a launch fails, file and command calls use the direct path for this long before trying again.
 const RELAUNCH_BACKOFF_MS = 30_000;
 
@@ -87,11 +95,17 @@ export class GatewaySandbox implements Sandbox {
     }
   }
 
-  /** Sends a request through the gateway; undefined when it cannot be reached (then the caller goes direct). */
+  /**
+   * Sends a request through the gateway. Undefined means "go direct": the gateway is down, or the
+   * request never reached it, or it is a read (`idempotent`), which may safely be made again. A
+   * request that reached the gateway and may have taken effect is never sent again: its connection
+   * failure is thrown as `BACKEND_UNAVAILABLE` with `details.mayHaveRun`.
+   */
   private async send(
     method: string,
     path: string,
-    options: Parameters<GatewayClient['request']>[2] = {},
+    options: Parameters<GatewayClient['request']>[2],
+    idempotent: boolean,
   ): Promise<IncomingMessage | undefined> {
     const client = await this.gateway();
     if (!client) return undefined;
@@ -99,8 +113,29 @@ export class GatewaySandbox implements Sandbox {
       return await client.request(method, path, options);
     } catch (error) {
       if (!isConnectionFailure(error)) throw error;
-      await this.options.link.diagnose(error);
-      return undefined;
+      const diagnosed = await this.options.link.diagnose(error, error.reached && !idempotent);
+      if (!error.reached || idempotent) return undefined;
+      throw diagnosed;
+    }
+  }
+
+  /** The gateway's answer as a stream whose failures are WsErrors (a broken connection included). */
+  private async *body(
+    response: IncomingMessage,
+    what: string,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<Uint8Array> {
+    try {
+      yield* response as AsyncIterable<Uint8Array>;
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      if (isWsError(error)) throw error;
+      throw await this.options.link.diagnose(
+        new Error(`${what}: ${(error as Error)?.message ?? String(error)}`, { cause: error }),
+        true,
+      );
+    } finally {
+      response.destroy();
     }
   }
 
@@ -116,15 +151,17 @@ export class GatewaySandbox implements Sandbox {
     direct: () => Promise<T>,
   ): Promise<T> {
     throwIfAborted(signal);
-    const response = await this.send('POST', '/files/op', {
-      body: JSON.stringify(op),
-      headers: { 'content-type': 'application/json' },
-      signal,
-    });
+    const idempotent = op.op === 'stat' || op.op === 'list';
+    const response = await this.send(
+      'POST',
+      '/files/op',
+      { body: JSON.stringify(op), headers: { 'content-type': 'application/json' }, signal },
+      idempotent,
+    );
     if (!response) return direct();
     const text = await readText(response);
     if ((response.statusCode ?? 500) >= 400) throw errorFromResponse(response.statusCode ?? 500, text);
-    return JSON.parse(text) as T;
+    return parseGatewayJson<T>(text);
   }
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -146,7 +183,7 @@ export class GatewaySandbox implements Sandbox {
         else if (stdin) yield* stdin;
       },
     };
-    const response = await this.send('POST', '/exec', { body, signal: options.signal });
+    const response = await this.send('POST', '/exec', { body, signal: options.signal }, false);
     if (!response) return this.options.direct.exec(argv, options);
     if ((response.statusCode ?? 500) >= 400)
       throw errorFromResponse(response.statusCode ?? 500, await readText(response));
@@ -159,9 +196,14 @@ export class GatewaySandbox implements Sandbox {
       for await (const chunk of response) {
         const lines = (partial + (chunk as Buffer).toString('utf8')).split('\n');
         partial = lines.pop() ?? '';
+        if (partial.length > MAX_FRAME_CHARS)
+          throw new WsError(
+            'BACKEND_ERROR',
+            'The gateway sent a malformed command stream (an oversized frame)',
+          );
         for (const line of lines) {
           if (line === '') continue;
-          const frame = JSON.parse(line) as GatewayExecFrame;
+          const frame = parseGatewayJson<GatewayExecFrame>(line);
           if (frame.t === 'f') throw new WsError(frame.error.code, frame.error.message);
           if (frame.t === 'x') {
             exit = frame;
@@ -177,10 +219,13 @@ export class GatewaySandbox implements Sandbox {
     } catch (error) {
       if (options.signal?.aborted) throw abortError(options.signal);
       if (error instanceof WsError) throw error;
-      throw await this.options.link.diagnose(error);
+      throw await this.options.link.diagnose(error, true);
+    } finally {
+      response.destroy();
     }
     if (options.signal?.aborted) throw abortError(options.signal);
-    if (!exit) throw await this.options.link.diagnose(new Error('the command stream ended without an exit'));
+    if (!exit)
+      throw await this.options.link.diagnose(new Error('the command stream ended without an exit'), true);
     return createExecResult({
       exitCode: exit.exitCode,
       stdout: stdout.bytes(),
@@ -209,13 +254,16 @@ export class GatewaySandbox implements Sandbox {
   async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
     throwIfAborted(options.signal);
     const target = this.path(path);
-    const response = await this.send('GET', `/files?path=${encodeURIComponent(target)}`, {
-      signal: options.signal,
-    });
+    const response = await this.send(
+      'GET',
+      `/files?path=${encodeURIComponent(target)}`,
+      { signal: options.signal },
+      true,
+    );
     if (!response) return this.fallback.readStream(target, options);
     if ((response.statusCode ?? 500) >= 400)
       throw errorFromResponse(response.statusCode ?? 500, await readText(response));
-    return response as AsyncIterable<Uint8Array>;
+    return this.body(response, `reading ${target}`, options.signal);
   }
 
   async writeStream(
@@ -226,7 +274,7 @@ export class GatewaySandbox implements Sandbox {
     throwIfAborted(options.signal);
     const target = this.path(path);
     const query = `/files?path=${encodeURIComponent(target)}${options.mode !== undefined ? `&mode=${options.mode.toString(8)}` : ''}`;
-    const response = await this.send('PUT', query, { body: source, signal: options.signal });
+    const response = await this.send('PUT', query, { body: source, signal: options.signal }, false);
     if (!response) return this.fallback.writeStream(target, source, options);
     const text = await readText(response);
     if ((response.statusCode ?? 500) >= 400) throw errorFromResponse(response.statusCode ?? 500, text);
@@ -300,12 +348,15 @@ export class GatewayMcpConnector implements McpConnector {
     return new GatewayMcpSession(this, client, answer.id, answer.tools, generation, spec.name);
   }
 
-  /** Runs a gateway request; a connection failure is diagnosed (and reported with the log tail). */
+  /**
+   * Runs a gateway request; a connection failure is diagnosed (and reported with the log tail and
+   * whether the request may have run).
+   */
   async call<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
     } catch (error) {
-      if (isConnectionFailure(error)) throw await this.link.diagnose(error);
+      if (isConnectionFailure(error)) throw await this.link.diagnose(error, error.reached);
       throw error;
     }
   }

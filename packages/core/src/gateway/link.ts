@@ -6,6 +6,12 @@ import { GATEWAY_PROTOCOL_VERSION } from './protocol.js';
 /** A running gateway process, as its backend started it. */
 export interface LaunchedGateway {
   readonly channel: GatewayChannel;
+  /**
+   * Called before each health check until it resolves true: makes the channel reachable once the
+   * gateway has created it (for a socket in a folder the sandbox can write, pins it with `pinSandboxSocket`).
+   * Absent: the channel is usable at once.
+   */
+  readonly ready?: () => Promise<boolean>;
   /** Settles when the process exits. */
   readonly exited: Promise<unknown>;
   /** Stops the process (idempotent). */
@@ -13,8 +19,9 @@ export interface LaunchedGateway {
 }
 
 /**
- * What a backend supplies to run the gateway: start it with this launch's token and nonce (passed to
- * the process as `WS_GATEWAY_TOKEN` and `WS_GATEWAY_NONCE`), and read the tail of its log.
+ * What a backend supplies to run the gateway: start it with this launch's token and nonce (written
+ * to its stdin as one JSON line, with `--secrets-stdin`, so they appear in no file, argument or
+ * environment of the sandbox), and read the tail of its log.
  */
 export interface GatewayLauncher {
   launch(
@@ -76,31 +83,36 @@ export class GatewayLink {
       if (this.current?.process === process && !this.stopped) this.dead = 'the gateway process exited';
     });
     const deadline = Date.now() + GATEWAY_START_TIMEOUT_MS;
-    // A failed connection attempt to a socket costs microseconds: poll often, so start-up is not rounded up.
-    for (let attempt = 0; ; attempt++) {
-      const delay = attempt < 200 ? 10 : 50;
-      throwIfAborted(options.signal);
-      const health = await client.health(1_000);
-      if (health?.nonce === nonce) {
-        if (health.protocol !== GATEWAY_PROTOCOL_VERSION) {
-          await process.stop();
+    try {
+      let ready = false;
+      // A failed connection attempt to a socket costs microseconds: poll often, so start-up is not rounded up.
+      for (let attempt = 0; ; attempt++) {
+        throwIfAborted(options.signal);
+        if (!ready) ready = (await process.ready?.()) ?? true;
+        const health = ready ? await client.health(1_000) : undefined;
+        if (health?.nonce === nonce) {
+          if (health.protocol !== GATEWAY_PROTOCOL_VERSION) {
+            throw new WsError(
+              'BACKEND_ERROR',
+              `The gateway speaks protocol ${health.protocol}, this host ${GATEWAY_PROTOCOL_VERSION}`,
+            );
+          }
+          break;
+        }
+        if (exited || Date.now() > deadline) {
+          const tail = await this.launcher.logTail().catch(() => '');
           throw new WsError(
-            'BACKEND_ERROR',
-            `The gateway speaks protocol ${health.protocol}, this host ${GATEWAY_PROTOCOL_VERSION}`,
+            'BACKEND_UNAVAILABLE',
+            `The gateway did not start${exited ? ' (it exited)' : ` within ${GATEWAY_START_TIMEOUT_MS} ms`}.${tail ? ` Log tail:\n${tail}` : ''}`,
           );
         }
-        break;
+        await new Promise((resolve) => setTimeout(resolve, attempt < 200 ? 10 : 50));
       }
-      if (exited || Date.now() > deadline) {
-        await process.stop().catch(() => {});
-        client.close();
-        const tail = await this.launcher.logTail().catch(() => '');
-        throw new WsError(
-          'BACKEND_UNAVAILABLE',
-          `The gateway did not start${exited ? ' (it exited)' : ` within ${GATEWAY_START_TIMEOUT_MS} ms`}.${tail ? ` Log tail:\n${tail}` : ''}`,
-        );
-      }
-      await new Promise((resolve) => setTimeout(resolve, delay));
+    } catch (error) {
+      // A launch that fails (or is aborted) leaves nothing running.
+      client.close();
+      await process.stop().catch(() => {});
+      throw error;
     }
     this.generation++;
     this.current = { client, process, generation: this.generation };
@@ -109,25 +121,30 @@ export class GatewayLink {
   }
 
   /**
-   * Called after a request failed to reach the gateway: if it no longer answers its health check,
-   * it is marked dead (the next `start()` relaunches it) and the error carries its log tail.
+   * Called after a request's connection to the gateway failed: if the gateway no longer answers its
+   * health check, it is marked dead (the next `start()` relaunches it) and the error carries its log
+   * tail. `details.mayHaveRun` says whether the request may have taken effect (then it must not be
+   * sent again).
    */
-  async diagnose(cause: unknown): Promise<WsError> {
+  async diagnose(cause: unknown, mayHaveRun: boolean): Promise<WsError> {
     const current = this.current;
     const alive = current ? (await current.client.health(1_000))?.nonce !== undefined : false;
+    const outcome = mayHaveRun
+      ? ' The request had reached it and may have taken effect; it was not sent again.'
+      : ' Nothing of the request reached it.';
     if (alive)
       return new WsError(
-        'BACKEND_ERROR',
-        `The gateway request failed: ${(cause as Error)?.message ?? String(cause)}`,
-        { cause },
+        'BACKEND_UNAVAILABLE',
+        `The connection to the gateway failed: ${(cause as Error)?.message ?? String(cause)}.${outcome}`,
+        { cause, details: { mayHaveRun } },
       );
     this.dead = 'the gateway stopped answering';
     current?.client.close();
     const tail = await this.launcher.logTail().catch(() => '');
     return new WsError(
       'BACKEND_UNAVAILABLE',
-      `The gateway is down; it restarts on the next call.${tail ? ` Log tail:\n${tail}` : ''}`,
-      { cause },
+      `The gateway is down; it restarts on the next call.${outcome}${tail ? ` Log tail:\n${tail}` : ''}`,
+      { cause, details: { mayHaveRun } },
     );
   }
 
