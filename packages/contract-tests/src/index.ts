@@ -6,6 +6,8 @@ import { layoutArea } from './areas/layout.js';
 import { lifecycleArea } from './areas/lifecycle.js';
 import { mcpArea } from './areas/mcp.js';
 import { offloadArea } from './areas/offload.js';
+import { securityBoundaryArea } from './areas/security-boundary.js';
+import { securityIntegrityArea } from './areas/security-integrity.js';
 import { skillsArea } from './areas/skills.js';
 import { toolsBashArea } from './areas/tools-bash.js';
 import { toolsFilesArea } from './areas/tools-files.js';
@@ -20,7 +22,7 @@ export {
   patternBytes,
   sameBytes,
 } from './harness.js';
-export type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
+export type { AreaContext, ChildProcessTarget, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 /** The conformance areas, in the order they run. */
 export const CONFORMANCE_AREAS = [
@@ -32,6 +34,7 @@ export const CONFORMANCE_AREAS = [
   'offload',
   'skills',
   'mcp',
+  'security',
 ] as const;
 
 /**
@@ -85,5 +88,7 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     offloadArea(context);
     skillsArea(context);
     mcpArea(context);
+    securityBoundaryArea(context);
+    securityIntegrityArea(context);
   });
 }

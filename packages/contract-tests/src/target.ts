@@ -16,8 +16,24 @@ export interface CreateOptions {
   skillPaths?: readonly string[];
 }
 
+/**
+ * How a separate Node process opens the target's workspaces, for the cases that kill a host process
+ * in the middle of its work. The process runs plain `node`: `module` must be importable without a
+ * build step of the test runner (a built package entry, as an absolute path or file URL).
+ */
+export interface ChildProcessTarget {
+  /** The module that exports the workspace class. */
+  readonly module: string;
+  /** The class's export name; it is constructed with `new`, then `initialize()`d. */
+  readonly exportName: string;
+  /** JSON-serialisable constructor options reaching the same workspace as `create` does. */
+  options(create: CreateOptions): Record<string, unknown>;
+}
+
 /** What a backend hands the conformance suite. */
 export interface ConformanceTarget {
+  /** How another process opens the same workspaces; without it, the host-crash cases are skipped. */
+  readonly process?: ChildProcessTarget;
   /** The backend's name, shown in the suite's title (`"local"`). */
   readonly name: string;
   /**

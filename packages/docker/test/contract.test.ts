@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { afterAll } from 'vitest';
@@ -10,6 +11,8 @@ const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const base = mkdtempSync(join(tmpdir(), 'ws-docker-conformance-'));
 // Every container of this run carries this owner tag, so the run can remove what it left.
 const owner = `ws-test-${generateId().slice(0, 8)}`;
+// The built package, for the cases that open a workspace in another process (npm test builds it).
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
 
 afterAll(async () => {
   await removeOwnedContainers(owner).catch(() => []);
@@ -19,6 +22,11 @@ afterAll(async () => {
 await registerConformanceSuite({
   name: 'docker',
   skipReason: () => dockerProblem(image),
+  process: {
+    module: built,
+    exportName: 'DockerWorkspace',
+    options: ({ workspaceId }) => ({ image, owner, hostWorkdir: join(base, workspaceId), workspaceId }),
+  },
   create: ({ workspaceId, ...options }) =>
     new DockerWorkspace({ ...options, image, owner, hostWorkdir: join(base, workspaceId), workspaceId }),
 });
@@ -28,6 +36,17 @@ await registerConformanceSuite({
 await registerConformanceSuite({
   name: 'docker (engine API only)',
   skipReason: () => dockerProblem(image),
+  process: {
+    module: built,
+    exportName: 'DockerWorkspace',
+    options: ({ workspaceId }) => ({
+      image,
+      owner,
+      hostWorkdir: join(base, `bare-${workspaceId}`),
+      workspaceId,
+      gateway: false,
+    }),
+  },
   create: ({ workspaceId, ...options }) =>
     new DockerWorkspace({
       ...options,

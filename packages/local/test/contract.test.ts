@@ -1,15 +1,23 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { registerConformanceSuite } from '@ws/contract-tests';
 import { afterAll } from 'vitest';
 import { LocalWorkspace } from '../src/index.js';
 
 const base = mkdtempSync(join(tmpdir(), 'ws-local-conformance-'));
+// The built package, for the cases that open a workspace in another process (npm test builds it).
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 await registerConformanceSuite({
   name: 'local',
+  process: {
+    module: built,
+    exportName: 'LocalWorkspace',
+    options: ({ workspaceId }) => ({ workdir: join(base, workspaceId), workspaceId }),
+  },
   create: ({ workspaceId, ...options }) =>
     new LocalWorkspace({ ...options, workdir: join(base, workspaceId), workspaceId }),
 });

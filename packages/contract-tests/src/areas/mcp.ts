@@ -102,9 +102,13 @@ export function mcpArea(context: AreaContext): void {
           'mcp__local__cwd',
           'mcp__local__echo',
           'mcp__local__env',
+          'mcp__local__exit',
           'mcp__local__fail',
+          'mcp__local__gateway-listens',
+          'mcp__local__kill-gateway',
           'mcp__local__pid',
           'mcp__local__pixel',
+          'mcp__local__sh',
           'mcp__local__sleep',
         ]);
         const tools = await byName(client!);
