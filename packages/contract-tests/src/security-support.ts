@@ -1,9 +1,28 @@
 import { spawn } from 'node:child_process';
 import type { CompleteSandbox, McpClient, ToolResult } from '@ws/core';
-import { expect } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import type { CaseControls } from './harness.js';
 import { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
 import type { AreaContext, WorkspaceUnderTest } from './target.js';
+
+/**
+ * An `open` for one area's cases: creates (through the target) and initializes a workspace, and
+ * closes every workspace it opened after the area. Call it inside the area's `describe`.
+ */
+export function workspaceOpener(
+  context: AreaContext,
+): (workspaceId?: string, options?: Parameters<AreaContext['create']>[1]) => Promise<WorkspaceUnderTest> {
+  const opened: WorkspaceUnderTest[] = [];
+  afterAll(async () => {
+    await Promise.allSettled(opened.map((workspace) => workspace.close()));
+  }, context.caseTimeoutMs);
+  return async (workspaceId, options = {}) => {
+    const workspace = await context.create(workspaceId, options);
+    opened.push(workspace);
+    await workspace.initialize();
+    return workspace;
+  };
+}
 
 /** Skips a case on a backend that separates nothing from the host (local, by design). */
 export function requireBoundary(workspace: WorkspaceUnderTest, test: CaseControls): void {

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isWsError } from '@ws/core';
-import { afterAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { conformanceCase } from '../harness.js';
 import {
   gatewayServer,
@@ -12,8 +12,9 @@ import {
   requireBoundary,
   shInGateway,
   shInSandbox,
+  workspaceOpener,
 } from '../security-support.js';
-import type { AreaContext, WorkspaceUnderTest } from '../target.js';
+import type { AreaContext } from '../target.js';
 
 const NO_CAPABILITIES = '0000000000000000';
 
@@ -82,16 +83,7 @@ async function canary(): Promise<{
 /** The boundary against a hostile agent: capabilities, the host's files, links, /proc, other sandboxes. */
 export function securityBoundaryArea(context: AreaContext): void {
   describe('security: boundary', () => {
-    const opened: WorkspaceUnderTest[] = [];
-    const open = async (workspaceId?: string) => {
-      const workspace = await context.create(workspaceId);
-      opened.push(workspace);
-      await workspace.initialize();
-      return workspace;
-    };
-    afterAll(async () => {
-      await Promise.allSettled(opened.map((workspace) => workspace.close()));
-    }, context.caseTimeoutMs);
+    const open = workspaceOpener(context);
 
     conformanceCase(
       context,
@@ -169,8 +161,8 @@ export function securityBoundaryArea(context: AreaContext): void {
             await attempt('an MCP call after the kill', () => server.callTool('echo', { text: 'again' }));
           }
           // A second workspace object re-attaches to the same sandbox, works, and closes.
+          // Opened without initializing, so that a refused start is one more failure to check.
           const second = await context.create(workspaceId);
-          opened.push(second);
           await attempt('opening a second object', () => second.initialize());
           await attempt('a command of the second object', () => second.getSandbox().exec(['true']));
           await attempt('a write of the second object', () =>

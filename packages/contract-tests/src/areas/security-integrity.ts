@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isWsError } from '@ws/core';
-import { afterAll, describe, expect } from 'vitest';
+import { describe, expect } from 'vitest';
 import { makeTar, skillMarkdown } from '../archives.js';
 import { conformanceCase, expectWsError } from '../harness.js';
 import { stdioSpec, uploadMcpFixtures } from '../mcp-fixtures.js';
@@ -10,9 +10,10 @@ import {
   isFilled,
   mayHaveRun,
   requireBoundary,
+  workspaceOpener,
   writeInKilledProcess,
 } from '../security-support.js';
-import type { AreaContext, WorkspaceUnderTest } from '../target.js';
+import type { AreaContext } from '../target.js';
 
 // Counts its runs in $1, then kills every gateway it can see and waits, printing nothing: where
 // commands run through the gateway, the connection breaks while the command runs.
@@ -27,16 +28,7 @@ const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 /** Nothing torn, nothing run twice, nothing that freezes the process; every failure typed. */
 export function securityIntegrityArea(context: AreaContext): void {
   describe('security: integrity', () => {
-    const opened: WorkspaceUnderTest[] = [];
-    const open = async (workspaceId?: string, options: Parameters<AreaContext['create']>[1] = {}) => {
-      const workspace = await context.create(workspaceId, options);
-      opened.push(workspace);
-      await workspace.initialize();
-      return workspace;
-    };
-    afterAll(async () => {
-      await Promise.allSettled(opened.map((workspace) => workspace.close()));
-    }, context.caseTimeoutMs);
+    const open = workspaceOpener(context);
 
     conformanceCase(
       context,

@@ -300,7 +300,7 @@ function findClassEnd(chars: readonly string[], open: number): number {
  * leads to, or undefined when they would take more than {@link CLOSURE_BUDGET} entries.
  */
 function computeClosures(program: Program): Program['closures'] {
-  const { op, out, out2, start } = program;
+  const { op, out, start } = program;
   const count = op.length;
   const needed = new Uint8Array(count);
   needed[start] = 1;
@@ -309,37 +309,57 @@ function computeClosures(program: Program): Program['closures'] {
   const states: number[] = [];
   const seen = new Int32Array(count);
   const stack = new Int32Array(count);
+  const collect = (member: number) => {
+    states.push(member);
+  };
   for (let state = 0; state < count; state++) {
     starts[state] = states.length;
     if (!needed[state]) continue;
-    const stamp = state + 1;
-    let top = 0;
-    seen[state] = stamp;
-    stack[top++] = state;
-    while (top > 0) {
-      const current = stack[--top]!;
-      const code = op[current]!;
-      if (code === OP_SPLIT || code === OP_JUMP) {
-        const next = out[current]!;
-        if (seen[next] !== stamp) {
-          seen[next] = stamp;
-          stack[top++] = next;
-        }
-        if (code === OP_SPLIT) {
-          const other = out2[current]!;
-          if (seen[other] !== stamp) {
-            seen[other] = stamp;
-            stack[top++] = other;
-          }
-        }
-      } else {
-        states.push(current);
-      }
-    }
+    walkClosure(program, state, seen, state + 1, stack, collect);
     if (states.length > CLOSURE_BUDGET) return undefined;
   }
   starts[count] = states.length;
   return { starts, states: Int32Array.from(states) };
+}
+
+/**
+ * Walks the ε-closure of `state` with an explicit stack and hands each consuming or match state in it
+ * to `visit`. States are marked `seen[s] = stamp` as they are reached; a marked one (`state` included)
+ * is not walked again.
+ */
+function walkClosure(
+  program: Program,
+  state: number,
+  seen: Int32Array | Uint32Array,
+  stamp: number,
+  stack: Int32Array,
+  visit: (member: number) => void,
+): void {
+  const { op, out, out2 } = program;
+  if (seen[state] === stamp) return;
+  seen[state] = stamp;
+  stack[0] = state;
+  let top = 1;
+  while (top > 0) {
+    const current = stack[--top]!;
+    const code = op[current]!;
+    if (code === OP_SPLIT || code === OP_JUMP) {
+      const following = out[current]!;
+      if (seen[following] !== stamp) {
+        seen[following] = stamp;
+        stack[top++] = following;
+      }
+      if (code === OP_SPLIT) {
+        const other = out2[current]!;
+        if (seen[other] !== stamp) {
+          seen[other] = stamp;
+          stack[top++] = other;
+        }
+      }
+    } else {
+      visit(current);
+    }
+  }
 }
 
 /** DFA state 0 holds no NFA state: nothing can match any more. */
@@ -530,32 +550,10 @@ class GlobAutomaton implements GlobMatcher {
       }
       return size;
     }
-    const { op, out, out2 } = this.#program;
-    const stack = this.#stack;
-    if (marks[state] === generation) return size;
-    marks[state] = generation;
-    stack[0] = state;
-    let top = 1;
-    while (top > 0) {
-      const current = stack[--top]!;
-      const code = op[current]!;
-      if (code === OP_SPLIT || code === OP_JUMP) {
-        const following = out[current]!;
-        if (marks[following] !== generation) {
-          marks[following] = generation;
-          stack[top++] = following;
-        }
-        if (code === OP_SPLIT) {
-          const other = out2[current]!;
-          if (marks[other] !== generation) {
-            marks[other] = generation;
-            stack[top++] = other;
-          }
-        }
-      } else {
-        set[size++] = current;
-      }
-    }
-    return size;
+    let added = size;
+    walkClosure(this.#program, state, marks, generation, this.#stack, (member) => {
+      set[added++] = member;
+    });
+    return added;
   }
 }
