@@ -362,9 +362,25 @@ export class DockerSandbox implements Sandbox {
           details: { path: target },
         });
       }
-      return entry.content;
+      return this.typedContent(entry.content, target, options.signal);
     }
     throw new WsError('INVALID_ARGUMENT', `Too many symbolic links in ${path}`);
+  }
+
+  /** A file's bytes as they stream, stopped by `signal`, failing with WsErrors only. */
+  private async *typedContent(
+    content: AsyncIterable<Uint8Array>,
+    path: string,
+    signal: AbortSignal | undefined,
+  ): AsyncGenerator<Uint8Array> {
+    try {
+      for await (const chunk of content) {
+        throwIfAborted(signal);
+        yield chunk;
+      }
+    } catch (error) {
+      throw await this.translate(error, `reading ${path}`, path);
+    }
   }
 
   /** Describes a path through the archive API's HEAD (no command runs), following symbolic links. */
