@@ -12,16 +12,14 @@ import {
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
-  type LaunchedGateway,
   type Provider,
   type ProviderSession,
-  pinnedSocketChannel,
   privateHostDir,
   probeNode,
   readGatewayAsset,
+  sandboxGatewayLauncher,
   sha256Hex,
   spawnHostProcess,
-  TailBuffer,
   throwIfAborted,
   WsError,
 } from '@ws/core';
@@ -54,7 +52,6 @@ export interface BwrapProviderOptions {
 
 const GATEWAY_HOME = '/ws/gateway';
 const GATEWAY_RUN = '/ws/run';
-const LOG_TAIL_BYTES = 4_096;
 
 function defaultCacheDir(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
@@ -188,52 +185,27 @@ export class BwrapProvider implements Provider {
     this.owned.push(runtime);
     const shared = await privateHostDir(join(runtime, 'shared'));
     const sockets = await privateHostDir(join(runtime, 'sockets'));
-    const log = new TailBuffer(LOG_TAIL_BYTES);
-    return {
-      launch: async ({ token, nonce }) => {
-        const socketName = `gateway-${nonce.slice(0, 12)}.sock`;
-        const argv = [
-          bwrapPath,
-          ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', shared, GATEWAY_RUN]),
-          ...environmentArguments(this.options.env ?? {}, SANDBOX_WORKDIR),
-          '--chdir',
-          SANDBOX_WORKDIR,
-          '--',
-          node,
-          `${GATEWAY_HOME}/${name}`,
-          '--socket',
-          `${GATEWAY_RUN}/${socketName}`,
-          '--secrets-stdin',
-          '--workdir',
-          SANDBOX_WORKDIR,
-          '--allow',
-          SANDBOX_WORKDIR,
-          '--allow',
-          '/tmp',
-        ];
-        const gateway = await spawnHostProcess(argv, {
-          cwd: workdir,
-          env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-        });
-        const copy = async (stream: AsyncIterable<Uint8Array>) => {
-          for await (const chunk of stream) log.push(chunk);
-        };
-        const copied = Promise.all([copy(gateway.stdout), copy(gateway.stderr)]).catch(() => {});
-        // Its stdin stays open: the gateway exits when it closes, with this process at the latest.
-        await gateway.write(`${JSON.stringify({ token, nonce })}\n`);
-        const launched: LaunchedGateway = {
-          ...pinnedSocketChannel(shared, socketName, sockets),
-          exited: gateway.exited,
-          stop: async () => {
-            await gateway[Symbol.asyncDispose]();
-            await copied;
-            await rm(join(sockets, socketName), { force: true });
-          },
-        };
-        return launched;
-      },
-      logTail: async () => log.text(),
-    };
+    return sandboxGatewayLauncher({
+      // The gateway's own bwrap: the sandbox's mounts, plus the bundle (read-only) and its socket folder.
+      start: (argv) =>
+        spawnHostProcess(
+          [
+            bwrapPath,
+            ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', shared, GATEWAY_RUN]),
+            ...environmentArguments(this.options.env ?? {}, SANDBOX_WORKDIR),
+            '--chdir',
+            SANDBOX_WORKDIR,
+            '--',
+            ...argv,
+          ],
+          { cwd: workdir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
+        ),
+      node,
+      bundle: `${GATEWAY_HOME}/${name}`,
+      workdir: SANDBOX_WORKDIR,
+      allowedRoots: [SANDBOX_WORKDIR, '/tmp'],
+      socket: { kind: 'pinned', inside: GATEWAY_RUN, shared, pinned: sockets },
+    });
   }
 
   async close(): Promise<void> {

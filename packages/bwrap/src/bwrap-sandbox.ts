@@ -4,7 +4,7 @@ import {
   type ExecOptions,
   type ExecResult,
   type FileOptions,
-  type ProcessGroup,
+  ProcessGroups,
   resolveSandboxPath,
   runHostCommand,
   type Sandbox,
@@ -175,11 +175,7 @@ export class BwrapSandbox implements Sandbox {
     writeStream: false,
     spawn: true,
   };
-  private readonly groups = new Set<ProcessGroup>();
-  private readonly track = (group: ProcessGroup): (() => void) => {
-    this.groups.add(group);
-    return () => this.groups.delete(group);
-  };
+  private readonly groups = new ProcessGroups();
 
   constructor(
     private readonly mounts: BwrapMounts,
@@ -224,7 +220,7 @@ export class BwrapSandbox implements Sandbox {
       onStdout: options.onStdout,
       onStderr: options.onStderr,
       maxOutputBytes: options.maxOutputBytes,
-      track: this.track,
+      track: this.groups.track,
     });
     // bwrap reports its own failures on stderr with exit code 1; tell them from the command's.
     if (result.exitCode === 1) {
@@ -262,7 +258,7 @@ export class BwrapSandbox implements Sandbox {
       cwd: this.mounts.hostWorkdir,
       env: { PATH: process.env.PATH ?? BASE_PATH },
       signal: options.signal,
-      track: this.track,
+      track: this.groups.track,
     });
   }
 
@@ -307,7 +303,6 @@ export class BwrapSandbox implements Sandbox {
 
   /** Stops every command and process this sandbox started. */
   async dispose(): Promise<void> {
-    await Promise.all([...this.groups].map((group) => group.stop()));
-    this.groups.clear();
+    await this.groups.stopAll();
   }
 }

@@ -70,25 +70,58 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void
   }
 }
 
-/** SIGTERM to the group now, SIGKILL after `graceMs` unless `exited` settles first. */
-function terminateGroup(pid: number | undefined, exited: Promise<unknown>, graceMs: number): Promise<void> {
-  killGroup(pid, 'SIGTERM');
+/**
+ * Stops a process the way every backend does: `send('TERM')` now, `send('KILL')` once `graceMs` pass
+ * without `exited` settling, and `send('KILL')` after it settles too, so that members of a process
+ * group that ignore SIGTERM do not outlive their leader. Resolves once the process exited or was
+ * sent SIGKILL. `send` may be asynchronous (a signal sent through another command).
+ */
+export function stopWithGrace(
+  send: (signal: 'TERM' | 'KILL') => unknown,
+  exited: Promise<unknown>,
+  graceMs: number,
+): Promise<void> {
+  const deliver = (signal: 'TERM' | 'KILL') => Promise.resolve(send(signal)).catch(() => {});
+  const terminated = deliver('TERM');
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
-      killGroup(pid, 'SIGKILL');
-      resolve();
+      void terminated.then(() => deliver('KILL')).then(() => resolve());
     }, graceMs);
     timer.unref();
     exited.then(
       () => {
         clearTimeout(timer);
-        // Members of the group other than the leader may ignore SIGTERM; the group must not outlive it.
-        killGroup(pid, 'SIGKILL');
-        resolve();
+        void terminated.then(() => deliver('KILL')).then(() => resolve());
       },
       () => {},
     );
   });
+}
+
+/** SIGTERM to the group now, SIGKILL after `graceMs` unless it exits first (and SIGKILL after). */
+function terminateGroup(pid: number | undefined, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  return stopWithGrace((signal) => killGroup(pid, `SIG${signal}`), exited, graceMs);
+}
+
+/**
+ * The process groups one sandbox started and has not seen exit, so that closing it stops them all.
+ * Pass `track` as {@link HostCommandOptions.track} / {@link HostSpawnOptions.track}.
+ */
+export class ProcessGroups {
+  private readonly groups = new Set<ProcessGroup>();
+
+  /** Remembers a group until the function it returns is called. */
+  readonly track = (group: ProcessGroup): (() => void) => {
+    this.groups.add(group);
+    return () => this.groups.delete(group);
+  };
+
+  /** Stops every remembered group (SIGTERM, then SIGKILL after the grace time) and forgets them. */
+  async stopAll(): Promise<void> {
+    const groups = [...this.groups];
+    this.groups.clear();
+    await Promise.all(groups.map((group) => group.stop()));
+  }
 }
 
 function signalNumber(signal: NodeJS.Signals | null): number | undefined {

@@ -30,6 +30,8 @@ export type {
   GatewayMcpConnect,
 } from './gateway/protocol.js';
 export { GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
+export type { GatewaySocketPlace, SandboxGatewayOptions } from './gateway/start.js';
+export { sandboxGatewayLauncher } from './gateway/start.js';
 export {
   assertDeletableHostDir,
   pinnedSocketChannel,
@@ -37,7 +39,14 @@ export {
   privateHostDir,
 } from './host-paths.js';
 export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './host-process.js';
-export { assertArgv, killGroup, runHostCommand, spawnHostProcess } from './host-process.js';
+export {
+  assertArgv,
+  killGroup,
+  ProcessGroups,
+  runHostCommand,
+  spawnHostProcess,
+  stopWithGrace,
+} from './host-process.js';
 export { generateId, isValidId, MAX_ID_BYTES, validateId } from './ids.js';
 export { DEFAULT_WORKSPACE_INSTRUCTIONS, formatInstructions } from './instructions.js';
 export type { LayoutPaths } from './layout.js';

@@ -2,12 +2,10 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { Duplex } from 'node:stream';
 import {
   assertDeletableHostDir,
   type CallOptions,
   completeSandbox,
-  type GatewayChannel,
   type GatewayLauncher,
   GatewayLink,
   GatewayMcpConnector,
@@ -15,17 +13,16 @@ import {
   installGateway,
   type Provider,
   type ProviderSession,
-  pinnedSocketChannel,
   privateHostDir,
   probeNode,
   readGatewayAsset,
-  TailBuffer,
+  sandboxGatewayLauncher,
   throwIfAborted,
   WsError,
 } from '@ws/core';
 import Docker from 'dockerode';
 import { othersAttached, recordAttachment } from './attachments.js';
-import { CONTAINER_WORKDIR, DockerSandbox, demultiplex } from './docker-sandbox.js';
+import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 
 /**
  * How the host reaches the gateway in the container: `unix`, its socket in a bind-mounted host
@@ -58,9 +55,6 @@ export const LABELS = {
 } as const;
 const GATEWAY_HOME = '/opt/ws';
 const GATEWAY_RUN = '/ws/run';
-const LOG_TAIL_BYTES = 4_096;
-// How long a gateway whose stdin was closed may take to exit before its connection is cut.
-const GATEWAY_STOP_GRACE_MS = 2_000;
 
 /** The container name of a workspace id: `ws_<id>`, or a sanitised id plus a hash when the id has other characters. */
 export function containerName(workspaceId: string): string {
@@ -161,7 +155,7 @@ export class DockerProvider implements Provider {
       await readGatewayAsset(import.meta.url),
       options,
     );
-    const link = new GatewayLink(this.launcher(container, shared, sockets, node.path, bundlePath));
+    const link = new GatewayLink(this.launcher(sandbox, shared, sockets, node.path, bundlePath));
     this.link = link;
     await link.start(options);
     this.gatewayStartMs = performance.now() - gatewayStarted;
@@ -298,68 +292,23 @@ export class DockerProvider implements Provider {
   }
 
   private launcher(
-    container: Docker.Container,
+    sandbox: DockerSandbox,
     shared: string,
     sockets: string,
     node: string,
     bundlePath: string,
   ): GatewayLauncher {
-    const relay = this.options.gatewayChannel === 'relay';
-    const log = new TailBuffer(LOG_TAIL_BYTES);
-    return {
-      launch: async ({ token, nonce }) => {
-        const socketName = `gateway-${nonce.slice(0, 12)}.sock`;
-        const exec = await container.exec({
-          Cmd: [
-            node,
-            bundlePath,
-            '--socket',
-            `${GATEWAY_RUN}/${socketName}`,
-            '--secrets-stdin',
-            '--workdir',
-            CONTAINER_WORKDIR,
-          ],
-          AttachStdin: true,
-          AttachStdout: true,
-          AttachStderr: true,
-        });
-        // The attached stream stays open while the gateway lives: its end tells when it exited, and
-        // closing it (or this process dying) closes the gateway's stdin, which ends the gateway.
-        const stream = (await exec.start({ hijack: true, stdin: true })) as Duplex;
-        stream.on('error', () => {});
-        stream.write(`${JSON.stringify({ token, nonce })}\n`);
-        const exited = demultiplex(stream, async (_channel, chunk) => log.push(chunk)).catch(() => {});
-        const reach = relay
-          ? {
-              channel: {
-                kind: 'relay',
-                sandbox: new DockerSandbox(container, this.name, {}),
-                target: `${GATEWAY_RUN}/${socketName}`,
-                node,
-              } satisfies GatewayChannel,
-            }
-          : pinnedSocketChannel(shared, socketName, sockets);
-        return {
-          ...reach,
-          exited,
-          stop: async () => {
-            stream.end();
-            let timer: NodeJS.Timeout | undefined;
-            await Promise.race([
-              exited,
-              new Promise((resolveStop) => {
-                timer = setTimeout(resolveStop, GATEWAY_STOP_GRACE_MS);
-              }),
-            ]);
-            clearTimeout(timer);
-            stream.destroy();
-            await rm(join(sockets, socketName), { force: true });
-            await rm(join(shared, socketName), { force: true });
-          },
-        };
-      },
-      logTail: async () => log.text(),
-    };
+    return sandboxGatewayLauncher({
+      // An attached exec: closing its stream (or this process dying) closes the gateway's stdin.
+      start: (argv) => sandbox.spawn(argv, { cwd: '/' }),
+      node,
+      bundle: bundlePath,
+      workdir: CONTAINER_WORKDIR,
+      socket:
+        this.options.gatewayChannel === 'relay'
+          ? { kind: 'relay', inside: GATEWAY_RUN, sandbox }
+          : { kind: 'pinned', inside: GATEWAY_RUN, shared, pinned: sockets },
+    });
   }
 
   /** True while the container exists and runs. */

@@ -25,6 +25,7 @@ import {
   type SandboxCapabilities,
   type SandboxProcess,
   type SpawnOptions,
+  stopWithGrace,
   temporaryBeside,
   throwIfAborted,
   type WriteOptions,
@@ -186,14 +187,14 @@ export class DockerSandbox implements Sandbox {
     let timedOut = false;
     let aborted = false;
     let killed = false;
+    let ended: () => void = () => {};
+    const streamEnded = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
     const kill = () => {
       if (killed) return;
       killed = true;
-      void (async () => {
-        await this.signalGroup(pidFile, 'TERM');
-        const grace = setTimeout(() => void this.signalGroup(pidFile, 'KILL'), KILL_GRACE_MS);
-        grace.unref();
-      })();
+      void stopWithGrace((signal) => this.signalGroup(pidFile, signal), streamEnded, KILL_GRACE_MS);
     };
     const timer =
       options.timeoutMs !== undefined
@@ -242,6 +243,7 @@ export class DockerSandbox implements Sandbox {
       if (timer) clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);
       stream.destroy();
+      ended();
     }
   }
 
@@ -285,10 +287,8 @@ export class DockerSandbox implements Sandbox {
       },
       exited,
       [Symbol.asyncDispose]: async () => {
-        await signal('TERM');
-        const timer = setTimeout(() => void signal('KILL'), KILL_GRACE_MS);
+        await stopWithGrace(signal, exited, KILL_GRACE_MS);
         await exited;
-        clearTimeout(timer);
         stream.destroy();
       },
     };

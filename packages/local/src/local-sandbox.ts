@@ -24,7 +24,7 @@ import {
   type FileType,
   fromErrno,
   type MkdirOptions,
-  type ProcessGroup,
+  ProcessGroups,
   type ReadStreamOptions,
   type RemoveOptions,
   resolveSandboxPath,
@@ -105,11 +105,7 @@ export class LocalSandbox implements Sandbox {
   };
   private readonly extraEnv: Readonly<Record<string, string>>;
   private readonly inheritEnv: boolean;
-  private readonly groups = new Set<ProcessGroup>();
-  private readonly track = (group: ProcessGroup): (() => void) => {
-    this.groups.add(group);
-    return () => this.groups.delete(group);
-  };
+  private readonly groups = new ProcessGroups();
 
   constructor(options: LocalSandboxOptions) {
     this.workdir = options.workdir;
@@ -137,7 +133,7 @@ export class LocalSandbox implements Sandbox {
       onStdout: options.onStdout,
       onStderr: options.onStderr,
       maxOutputBytes: options.maxOutputBytes,
-      track: this.track,
+      track: this.groups.track,
     });
   }
 
@@ -146,7 +142,7 @@ export class LocalSandbox implements Sandbox {
       cwd: options.cwd === undefined ? this.workdir : this.resolve(options.cwd),
       env: this.environment(options.env),
       signal: options.signal,
-      track: this.track,
+      track: this.groups.track,
     });
   }
 
@@ -333,7 +329,6 @@ export class LocalSandbox implements Sandbox {
 
   /** Stops every command and process this sandbox started and has not seen exit. */
   async dispose(): Promise<void> {
-    await Promise.all([...this.groups].map((group) => group.stop()));
-    this.groups.clear();
+    await this.groups.stopAll();
   }
 }

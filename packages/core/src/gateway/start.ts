@@ -1,0 +1,109 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pinnedSocketChannel } from '../host-paths.js';
+import type { Sandbox, SandboxProcess } from '../sandbox.js';
+import { TailBuffer } from '../streams.js';
+import type { GatewayChannel } from './client.js';
+import type { GatewayLauncher, LaunchedGateway } from './link.js';
+
+/**
+ * Where a gateway creates its socket, and how the host reaches it:
+ * - `pinned`: `inside` is a folder the host also sees as `shared`; the host connects through a hard
+ *   link of its own in `pinned` (see `pinSandboxSocket`), never through a name in `shared`;
+ * - `relay`: the host reaches the socket through a command run in `sandbox` for each request.
+ */
+export type GatewaySocketPlace =
+  | { readonly kind: 'pinned'; readonly inside: string; readonly shared: string; readonly pinned: string }
+  | { readonly kind: 'relay'; readonly inside: string; readonly sandbox: Sandbox };
+
+/** Options of {@link sandboxGatewayLauncher}: what one backend supplies to run the gateway. */
+export interface SandboxGatewayOptions {
+  /** Starts one process in the sandbox from its argv, with stdin, stdout and stderr piped. */
+  start(argv: readonly string[]): Promise<SandboxProcess>;
+  /** The sandbox's node (see `probeNode`). */
+  readonly node: string;
+  /** The gateway bundle, as a path inside the sandbox. */
+  readonly bundle: string;
+  /** The default working directory of commands and MCP servers, inside the sandbox. */
+  readonly workdir: string;
+  /** When set, the gateway's file operations must resolve under one of these roots. */
+  readonly allowedRoots?: readonly string[];
+  readonly socket: GatewaySocketPlace;
+  /** How long a gateway whose stdin was closed may take to exit before it is killed. Default 2 000 ms. */
+  readonly stopGraceMs?: number;
+}
+
+const LOG_TAIL_BYTES = 4_096;
+const DEFAULT_STOP_GRACE_MS = 2_000;
+
+/**
+ * The one way every sandboxed backend runs the gateway. Each launch starts
+ * `node <bundle> --socket <inside>/gateway-<nonce>.sock --secrets-stdin …` with the backend's
+ * `start`, writes the token and nonce to its stdin (so they are in no file, argument or environment
+ * of the sandbox) and keeps stdin open: the gateway exits when it closes, with the host process at
+ * the latest. Its output is kept as the log tail; stopping closes stdin, and kills it after the grace
+ * time. Health checks, relaunches and error reports are {@link GatewayLink}'s.
+ */
+export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayLauncher {
+  const log = new TailBuffer(LOG_TAIL_BYTES);
+  const { socket } = options;
+  return {
+    async launch({ token, nonce }): Promise<LaunchedGateway> {
+      const name = `gateway-${nonce.slice(0, 12)}.sock`;
+      const process = await options.start([
+        options.node,
+        options.bundle,
+        '--socket',
+        `${socket.inside}/${name}`,
+        '--secrets-stdin',
+        '--workdir',
+        options.workdir,
+        ...(options.allowedRoots ?? []).flatMap((root) => ['--allow', root]),
+      ]);
+      const copy = async (stream: AsyncIterable<Uint8Array>) => {
+        for await (const chunk of stream) log.push(chunk);
+      };
+      const copied = Promise.all([copy(process.stdout), copy(process.stderr)]).catch(() => {});
+      let exited = false;
+      void process.exited.then(() => {
+        exited = true;
+      });
+      const stop = async () => {
+        await process.closeStdin().catch(() => {});
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          process.exited,
+          new Promise((resolve) => {
+            timer = setTimeout(resolve, options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+          }),
+        ]);
+        clearTimeout(timer);
+        if (!exited) await Promise.resolve(process[Symbol.asyncDispose]()).catch(() => {});
+        await copied;
+        if (socket.kind === 'pinned') {
+          await rm(join(socket.pinned, name), { force: true });
+          await rm(join(socket.shared, name), { force: true });
+        }
+      };
+      try {
+        await process.write(`${JSON.stringify({ token, nonce })}\n`);
+      } catch (error) {
+        await stop();
+        throw error;
+      }
+      const reach: { channel: GatewayChannel; ready?: () => Promise<boolean> } =
+        socket.kind === 'pinned'
+          ? pinnedSocketChannel(socket.shared, name, socket.pinned)
+          : {
+              channel: {
+                kind: 'relay',
+                sandbox: socket.sandbox,
+                target: `${socket.inside}/${name}`,
+                node: options.node,
+              },
+            };
+      return { ...reach, exited: process.exited, stop };
+    },
+    logTail: async () => log.text(),
+  };
+}
