@@ -32,7 +32,7 @@ export async function run({ iterations }) {
   try {
     const workspace = await BubblewrapWorkspace.open({
       hostWorkdir: join(root, 'work'),
-      hostCacheDir: join(root, 'cache'),
+      hostRuntimeDir: join(root, 'cache'),
     });
     try {
       const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
@@ -93,7 +93,7 @@ export async function run({ iterations }) {
       // A new cache each round: the bundle is installed as well as started.
       const fresh = await BubblewrapWorkspace.open({
         hostWorkdir: join(root, `start-${round}`),
-        hostCacheDir: join(root, `cache-${round}`),
+        hostRuntimeDir: join(root, `cache-${round}`),
       });
       starts.push(fresh.gatewayStartMs);
       await fresh.close();

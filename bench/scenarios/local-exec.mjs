@@ -20,7 +20,7 @@ export const name = 'local-exec';
 /** Local exec round trip against a bare child_process.spawn of the same argv. */
 export async function run({ iterations }) {
   const workdir = await mkdtemp(join(tmpdir(), 'ws-bench-'));
-  const workspace = await LocalWorkspace.open({ workdir });
+  const workspace = await LocalWorkspace.open({ hostWorkdir: workdir });
   try {
     const sandbox = workspace.getSandbox();
     const argv = ['true'];

@@ -36,7 +36,7 @@ export async function run({ iterations }) {
   if (!(await hasRipgrep())) return { skipped: 'ripgrep (rg) is not installed' };
   const tree = ensureTree();
   const workdir = await mkdtemp(join(tmpdir(), 'ws-bench-search-'));
-  const workspace = await LocalWorkspace.open({ workdir });
+  const workspace = await LocalWorkspace.open({ hostWorkdir: workdir });
   const rounds = Math.max(5, Math.min(15, Math.round(iterations / 25)));
   try {
     const tools = Object.fromEntries((await workspace.listTools()).map((tool) => [tool.name, tool]));

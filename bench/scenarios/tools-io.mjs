@@ -9,7 +9,7 @@ export const name = 'tools-io';
 /** Read of a 2 000-line file and Edit of a 10 MB file against plain fs work; Bash printing 1 GB. */
 export async function run({ iterations }) {
   const workdir = await mkdtemp(join(tmpdir(), 'ws-bench-io-'));
-  const workspace = await LocalWorkspace.open({ workdir });
+  const workspace = await LocalWorkspace.open({ hostWorkdir: workdir });
   try {
     const tools = Object.fromEntries((await workspace.listTools()).map((tool) => [tool.name, tool]));
     const rows = [];

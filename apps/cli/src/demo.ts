@@ -22,7 +22,7 @@ export async function runDemo(options: DemoOptions): Promise<number> {
   const temporary = options.workdir === undefined;
   const workdir = options.workdir ?? (await mkdtemp(join(tmpdir(), 'ws-demo-')));
   const started = performance.now();
-  const workspace = new LocalWorkspace({ workdir, workspaceId: 'demo' });
+  const workspace = new LocalWorkspace({ hostWorkdir: workdir, workspaceId: 'demo' });
   try {
     await workspace.initialize();
     out(`Opened a ${workspace.capabilities.backend} workspace "${workspace.id}" at ${workspace.workdir}`);

@@ -1,4 +1,4 @@
-import { type CommonWorkspaceOptions, engineOptions, WorkspaceEngine } from '@ws/core';
+import { type CommonWorkspaceOptions, checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core';
 import { BwrapProvider } from './bwrap-provider.js';
 
 /** Options of {@link BubblewrapWorkspace}. */
@@ -8,8 +8,12 @@ export interface BubblewrapWorkspaceOptions extends CommonWorkspaceOptions {
    * re-attaches to it. Without one, a private temporary directory is used and removed on close.
    */
   hostWorkdir?: string;
-  /** Where the gateway bundle is kept on the host. Default: `$XDG_CACHE_HOME/ws/bwrap`. Must not overlap the workdir. */
-  hostCacheDir?: string;
+  /**
+   * Host folder for the backend's own state (the gateway bundle, sockets); the sandbox never sees it
+   * but for the socket folder of its gateway. Default: `$XDG_RUNTIME_DIR/ws-bwrap-<uid>` (or the temp
+   * folder's). Must not overlap the workdir.
+   */
+  hostRuntimeDir?: string;
   /** Variables for every command; the fixed base (HOME, PATH, TMPDIR, LANG, PWD) wins over them. */
   env?: Readonly<Record<string, string>>;
   /**
@@ -26,6 +30,16 @@ export interface BubblewrapWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
+const BWRAP_KEYS = [
+  'hostWorkdir',
+  'hostRuntimeDir',
+  'env',
+  'shareNet',
+  'readOnlyPaths',
+  'bwrapPath',
+  'gateway',
+] as const satisfies readonly (keyof BubblewrapWorkspaceOptions)[];
+
 /**
  * A workspace in bubblewrap: every command runs in a fresh sandbox (namespaces unshared, the network
  * shared unless `shareNet: false`) that sees a read-only minimal system, the workdir at `/workspace`
@@ -35,13 +49,15 @@ export interface BubblewrapWorkspaceOptions extends CommonWorkspaceOptions {
  * Security: with the network shared, sandboxed code can reach loopback services and cloud metadata
  * endpoints (169.254.169.254). The gateway's token protects only the gateway.
  */
-export class BubblewrapWorkspace extends WorkspaceEngine {
+export class BubblewrapWorkspace extends WorkspaceEngine<BwrapProvider> {
+  /** @throws WsError `INVALID_ARGUMENT` for an unknown option or an unsafe workspace id. */
   constructor(options: BubblewrapWorkspaceOptions = {}) {
+    checkOptionKeys('BubblewrapWorkspace', options, BWRAP_KEYS);
     super({
       ...engineOptions(options),
       provider: new BwrapProvider({
         hostWorkdir: options.hostWorkdir,
-        hostCacheDir: options.hostCacheDir,
+        hostRuntimeDir: options.hostRuntimeDir,
         env: options.env,
         shareNet: options.shareNet,
         readOnlyPaths: options.readOnlyPaths,
@@ -53,20 +69,11 @@ export class BubblewrapWorkspace extends WorkspaceEngine {
 
   /** The host directory bound at `/workspace` (known once initialized). */
   get hostWorkdir(): string | undefined {
-    return (this.provider as BwrapProvider).hostWorkdir;
+    return this.provider.hostWorkdir;
   }
 
   /** Milliseconds the gateway took to install and start at the last initialize (undefined without one). */
   get gatewayStartMs(): number | undefined {
-    return (this.provider as BwrapProvider).gatewayStartMs;
-  }
-
-  /** Constructs and initializes a workspace in one step. */
-  static async open(
-    options: BubblewrapWorkspaceOptions & { signal?: AbortSignal } = {},
-  ): Promise<BubblewrapWorkspace> {
-    const workspace = new BubblewrapWorkspace(options);
-    await workspace.initialize(options.signal ? { signal: options.signal } : {});
-    return workspace;
+    return this.provider.gatewayStartMs;
   }
 }

@@ -2,17 +2,17 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdtemp, realpath, rename, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import {
   assertDeletableHostDir,
-  type CallOptions,
   completeSandbox,
   type GatewayLauncher,
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
   type Provider,
+  type ProviderOpenOptions,
   type ProviderSession,
   privateHostDir,
   probeNode,
@@ -36,8 +36,8 @@ import {
 export interface BwrapProviderOptions {
   /** Host directory bound at /workspace; persistent. Without one, a private temporary directory is used and removed on close. */
   hostWorkdir?: string | undefined;
-  /** Host directory for the gateway bundle. Default: `$XDG_CACHE_HOME/ws/bwrap` (or `~/.cache/ws/bwrap`). */
-  hostCacheDir?: string | undefined;
+  /** Host directory for the gateway bundle and the runtime folders. Default: `$XDG_RUNTIME_DIR/ws-bwrap-<uid>` (or the temp folder's). */
+  hostRuntimeDir?: string | undefined;
   /** Variables for every command (the fixed base, HOME, PATH, TMPDIR…, wins over them). */
   env?: Readonly<Record<string, string>> | undefined;
   /** Share the host network. Default: true. */
@@ -53,9 +53,8 @@ export interface BwrapProviderOptions {
 const GATEWAY_HOME = '/ws/gateway';
 const GATEWAY_RUN = '/ws/run';
 
-function defaultCacheDir(): string {
-  const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-  return join(base, 'ws', 'bwrap');
+function defaultRuntimeDir(): string {
+  return join(process.env.XDG_RUNTIME_DIR || tmpdir(), `ws-bwrap-${process.getuid?.() ?? 0}`);
 }
 
 /** bwrap runs here and can build a sandbox (user namespaces allowed), or the reason it cannot. */
@@ -115,7 +114,7 @@ export class BwrapProvider implements Provider {
     this.persistent = options.hostWorkdir !== undefined;
   }
 
-  async open(options: CallOptions): Promise<ProviderSession> {
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
     throwIfAborted(options.signal);
     const bwrapPath = this.options.bwrapPath ?? 'bwrap';
     const problem = bubblewrapProblem(bwrapPath);
@@ -157,21 +156,21 @@ export class BwrapProvider implements Provider {
 
   private async launcher(mounts: BwrapMounts, node: string, bwrapPath: string): Promise<GatewayLauncher> {
     const workdir = this.hostWorkdir!;
-    const cacheDir = resolve(this.options.hostCacheDir ?? defaultCacheDir());
+    const runtimeDir = resolve(this.options.hostRuntimeDir ?? defaultRuntimeDir());
     const realWorkdir = await realpath(workdir);
-    const realCache = existsSync(cacheDir) ? await realpath(cacheDir) : cacheDir;
+    const realRuntime = existsSync(runtimeDir) ? await realpath(runtimeDir) : runtimeDir;
     if (
-      realCache === realWorkdir ||
-      realCache.startsWith(realWorkdir + sep) ||
-      realWorkdir.startsWith(realCache + sep)
+      realRuntime === realWorkdir ||
+      realRuntime.startsWith(realWorkdir + sep) ||
+      realWorkdir.startsWith(realRuntime + sep)
     ) {
       throw new WsError(
         'INVALID_ARGUMENT',
-        `The cache directory ${cacheDir} must not overlap the workdir ${workdir}`,
+        `The runtime directory ${runtimeDir} must not overlap the workdir ${workdir}`,
       );
     }
-    const home = join(cacheDir, 'gateway');
-    await privateHostDir(home);
+    await privateHostDir(runtimeDir);
+    const home = await privateHostDir(join(runtimeDir, 'gateway'));
     const bundle = await readGatewayAsset(import.meta.url);
     const name = `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`;
     if (!existsSync(join(home, name))) {
@@ -179,9 +178,9 @@ export class BwrapProvider implements Provider {
       await writeFile(temporary, bundle, { mode: 0o644 });
       await rename(temporary, join(home, name));
     }
-    // Host-private: the gateway's output and the pinned socket. Only `shared` is bound into the
-    // gateway's sandbox, where the gateway creates its socket; the host reads nothing from it.
-    const runtime = await mkdtemp(join(tmpdir(), 'ws-bwrap-run-'));
+    // Host-private: the pinned socket. Only `shared` is bound into the gateway's sandbox, where the
+    // gateway creates its socket; the host reads nothing from it.
+    const runtime = await mkdtemp(join(runtimeDir, 'run-'));
     this.owned.push(runtime);
     const shared = await privateHostDir(join(runtime, 'shared'));
     const sockets = await privateHostDir(join(runtime, 'sockets'));

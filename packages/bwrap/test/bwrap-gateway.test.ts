@@ -29,7 +29,7 @@ describe.skipIf(problem !== undefined)('bwrap gateway', () => {
   it('runs MCP servers inside the sandbox, survives a gateway crash, and restarts on the next call', async () => {
     const workspace = await BubblewrapWorkspace.open({
       hostWorkdir: join(base, 'crash'),
-      hostCacheDir: join(base, 'cache'),
+      hostRuntimeDir: join(base, 'cache'),
     });
     try {
       await workspace.getSandbox().writeFile('server.js', SERVER);
@@ -66,7 +66,7 @@ describe.skipIf(problem !== undefined)('bwrap gateway', () => {
     const { execSync } = await import('node:child_process');
     const workspace = await BubblewrapWorkspace.open({
       hostWorkdir: join(base, 'secrets'),
-      hostCacheDir: join(base, 'cache'),
+      hostRuntimeDir: join(base, 'cache'),
     });
     try {
       expect(workspace.gatewayStartMs).toBeGreaterThan(0);
@@ -98,7 +98,7 @@ describe.skipIf(problem !== undefined)('bwrap gateway', () => {
   it('without a gateway, MCP says CAPABILITY_UNSUPPORTED and files still work', async () => {
     const workspace = await BubblewrapWorkspace.open({
       hostWorkdir: join(base, 'bare'),
-      hostCacheDir: join(base, 'cache'),
+      hostRuntimeDir: join(base, 'cache'),
       gateway: false,
     });
     try {

@@ -16,7 +16,7 @@ afterAll(() => {
 });
 let counter = 0;
 const open = (options: ConstructorParameters<typeof BubblewrapWorkspace>[0] = {}) =>
-  BubblewrapWorkspace.open({ hostWorkdir: join(base, `w${++counter}`), hostCacheDir: cache, ...options });
+  BubblewrapWorkspace.open({ hostWorkdir: join(base, `w${++counter}`), hostRuntimeDir: cache, ...options });
 
 async function rejection(action: () => Promise<unknown>): Promise<unknown> {
   try {
@@ -137,7 +137,7 @@ describe.skipIf(problem !== undefined)('bwrap sandbox', () => {
   });
 
   it('uses a private temporary workdir when none is given, and removes it on close', async () => {
-    const workspace = await BubblewrapWorkspace.open({ hostCacheDir: cache });
+    const workspace = await BubblewrapWorkspace.open({ hostRuntimeDir: cache });
     expect(workspace.capabilities.persistent).toBe(false);
     await workspace.getSandbox().writeFile('f.txt', 'hi');
     const host = workspace.hostWorkdir!;
@@ -149,7 +149,7 @@ describe.skipIf(problem !== undefined)('bwrap sandbox', () => {
   it('refuses a cache directory that overlaps the workdir', async () => {
     const workdir = join(base, 'overlap');
     const error = await rejection(() =>
-      BubblewrapWorkspace.open({ hostWorkdir: workdir, hostCacheDir: join(workdir, 'cache') }),
+      BubblewrapWorkspace.open({ hostWorkdir: workdir, hostRuntimeDir: join(workdir, 'cache') }),
     );
     expect(isWsError(error, 'INVALID_ARGUMENT'), String(error)).toBe(true);
   });

@@ -23,7 +23,7 @@ await registerConformanceSuite({
     exportName: 'BubblewrapWorkspace',
     options: ({ workspaceId }) => ({
       hostWorkdir: join(base, workspaceId),
-      hostCacheDir: cache,
+      hostRuntimeDir: cache,
       workspaceId,
     }),
   },
@@ -31,7 +31,7 @@ await registerConformanceSuite({
     new BubblewrapWorkspace({
       ...options,
       hostWorkdir: join(base, workspaceId),
-      hostCacheDir: cache,
+      hostRuntimeDir: cache,
       workspaceId,
     }),
 });
@@ -45,7 +45,7 @@ await registerConformanceSuite({
     exportName: 'BubblewrapWorkspace',
     options: ({ workspaceId }) => ({
       hostWorkdir: join(base, `bare-${workspaceId}`),
-      hostCacheDir: cache,
+      hostRuntimeDir: cache,
       workspaceId,
       gateway: false,
     }),
@@ -54,7 +54,7 @@ await registerConformanceSuite({
     new BubblewrapWorkspace({
       ...options,
       hostWorkdir: join(base, `bare-${workspaceId}`),
-      hostCacheDir: cache,
+      hostRuntimeDir: cache,
       workspaceId,
       gateway: false,
     }),

@@ -45,7 +45,7 @@ export const CONFORMANCE_AREAS = [
  * ```ts
  * registerConformanceSuite({
  *   name: 'local',
- *   create: ({ workspaceId }) => new LocalWorkspace({ workdir: join(base, workspaceId), workspaceId }),
+ *   create: ({ workspaceId }) => new LocalWorkspace({ hostWorkdir: join(base, workspaceId), workspaceId }),
  * });
  * ```
  */

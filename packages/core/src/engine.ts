@@ -23,9 +23,9 @@ import type { CallOptions, Workspace, WorkspaceCapabilities, WorkspaceState } fr
 import type { CommonWorkspaceOptions } from './workspace-options.js';
 
 /** Options of {@link WorkspaceEngine}: the common ones plus the backend's provider. */
-export interface WorkspaceEngineOptions extends CommonWorkspaceOptions {
+export interface WorkspaceEngineOptions<P extends Provider = Provider> extends CommonWorkspaceOptions {
   /** The backend's provider. */
-  provider: Provider;
+  provider: P;
 }
 
 /**
@@ -35,10 +35,10 @@ export interface WorkspaceEngineOptions extends CommonWorkspaceOptions {
  * Constructing an engine does no I/O. `initialize()` opens the sandbox, lays out the workdir,
  * restores `.mcp` and seeds skills.
  */
-export class WorkspaceEngine implements Workspace {
+export class WorkspaceEngine<P extends Provider = Provider> implements Workspace {
   /** The workspace id. */
   readonly id: string;
-  protected readonly provider: Provider;
+  protected readonly provider: P;
   private readonly instructionsTemplate: string;
   private currentState: WorkspaceState = 'created';
   private sandbox: CompleteSandbox | undefined;
@@ -56,7 +56,7 @@ export class WorkspaceEngine implements Workspace {
   private seedWarnings: string[] = [];
 
   /** @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec. */
-  constructor(options: WorkspaceEngineOptions) {
+  constructor(options: WorkspaceEngineOptions<P>) {
     this.provider = options.provider;
     this.id =
       options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
@@ -74,6 +74,22 @@ export class WorkspaceEngine implements Workspace {
       maxLiveStateful: options.maxLiveStatefulMcps,
       store: () => (this.provider.persistent ? this.mcpStore() : undefined),
     });
+  }
+
+  /**
+   * Constructs a workspace of the class it is called on and initializes it, in one step
+   * (`await LocalWorkspace.open({ hostWorkdir })`). `signal` aborts the initialization.
+   * @throws what the constructor and `initialize()` throw; a failed initialization leaves nothing open.
+   */
+  static async open<W extends Workspace, O>(
+    this: new (
+      options: O,
+    ) => W,
+    options: O & { signal?: AbortSignal },
+  ): Promise<W> {
+    const workspace = new this(options);
+    await workspace.initialize(options.signal ? { signal: options.signal } : {});
+    return workspace;
   }
 
   /** Where the workspace is in its life. */
@@ -141,7 +157,7 @@ export class WorkspaceEngine implements Workspace {
   private async runInitialize(options: CallOptions): Promise<void> {
     this.currentState = 'initializing';
     try {
-      const session = await this.provider.open(options);
+      const session = await this.provider.open({ ...options, workspaceId: this.id });
       this.sandbox = completeSandbox(session.sandbox);
       this.mcpConnector = session.mcp;
       this.openedWorkdir = session.workdir;
@@ -212,7 +228,7 @@ export class WorkspaceEngine implements Workspace {
   async destroy(options: CallOptions = {}): Promise<void> {
     this.destroying ??= (async () => {
       await this.close(options);
-      await this.provider.destroy(options);
+      await this.provider.destroy({ ...options, workspaceId: this.id });
     })();
     await this.destroying;
   }

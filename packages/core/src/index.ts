@@ -78,7 +78,7 @@ export type {
 } from './offloader.js';
 export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './paths.js';
 export { completeSandbox, temporaryBeside } from './posix-fallbacks.js';
-export type { Provider, ProviderSession } from './provider.js';
+export type { Provider, ProviderOpenOptions, ProviderSession } from './provider.js';
 export { shellJoin, shellQuote } from './quote.js';
 export type {
   CompleteSandbox,
@@ -167,4 +167,4 @@ export type {
   WorkspaceState,
 } from './workspace.js';
 export type { CommonWorkspaceOptions } from './workspace-options.js';
-export { engineOptions } from './workspace-options.js';
+export { checkOptionKeys, engineOptions } from './workspace-options.js';

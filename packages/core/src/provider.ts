@@ -2,6 +2,12 @@ import type { McpConnector } from './mcp/connector.js';
 import type { Sandbox } from './sandbox.js';
 import type { CallOptions, IsolationLevel } from './workspace.js';
 
+/** Options of {@link Provider.open} and {@link Provider.destroy}. */
+export interface ProviderOpenOptions extends CallOptions {
+  /** The workspace's id (validated as one path segment): what the backend names and labels things by. */
+  readonly workspaceId: string;
+}
+
 /** What a provider hands the engine once its sandbox is up. */
 export interface ProviderSession {
   /** The sandbox; core completes it with POSIX fallbacks. */
@@ -27,8 +33,8 @@ export interface Provider {
   readonly isolation: IsolationLevel;
   /** Whether this backend can run MCP servers (before `open`; the session's `mcp` is the final word). */
   readonly mcp: boolean;
-  /** Creates or re-attaches the sandbox. */
-  open(options: CallOptions): Promise<ProviderSession>;
+  /** Creates or re-attaches the sandbox of the workspace `options.workspaceId`. */
+  open(options: ProviderOpenOptions): Promise<ProviderSession>;
   /** Releases the sandbox; a persistent backend keeps the files. Must tolerate a half-open state. */
   close(options: CallOptions): Promise<void>;
   /**
@@ -36,6 +42,6 @@ export interface Provider {
    * When it answers false, `initialize()` on a ready workspace opens the sandbox again.
    */
   alive?(): Promise<boolean>;
-  /** Deletes everything the provider owns. Called after `close`. */
-  destroy(options: CallOptions): Promise<void>;
+  /** Deletes everything the provider owns for the workspace `options.workspaceId`. Called after `close`. */
+  destroy(options: ProviderOpenOptions): Promise<void>;
 }

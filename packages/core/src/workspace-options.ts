@@ -1,3 +1,4 @@
+import { WsError } from './errors.js';
 import type { McpServerSpec } from './mcp.js';
 import type { SearchMode } from './tools/search-tools.js';
 
@@ -43,4 +44,48 @@ export function engineOptions(options: CommonWorkspaceOptions): CommonWorkspaceO
   const picked: Record<string, unknown> = {};
   for (const key of COMMON_KEYS) if (options[key] !== undefined) picked[key] = options[key];
   return picked as CommonWorkspaceOptions;
+}
+
+/**
+ * Names used by other libraries (AgentScope, the vendor SDKs) or by earlier versions for options
+ * every backend spells one way: the host folder bound as the workdir, the injected vendor client, the
+ * host folder for the backend's own state.
+ */
+const RENAMED: Readonly<Record<string, string>> = {
+  workdir: 'hostWorkdir',
+  work_dir: 'hostWorkdir',
+  cwd: 'hostWorkdir',
+  docker: 'client',
+  sdk: 'client',
+  hostRuntimeDir: 'hostRuntimeDir',
+  runtimeDir: 'hostRuntimeDir',
+  id: 'workspaceId',
+  workspace_id: 'workspaceId',
+  timeout: 'timeoutMs',
+};
+
+/**
+ * Refuses option keys a workspace class does not know, so that a misspelt or foreign option (plain
+ * JavaScript passes anything) is never silently ignored. `signal` is allowed (the static `open`
+ * passes it on).
+ * @throws WsError `INVALID_ARGUMENT` naming the key and, where there is one, the name to use.
+ */
+export function checkOptionKeys(
+  className: string,
+  options: object | undefined,
+  backendKeys: readonly string[],
+): void {
+  if (options === undefined) return;
+  if (typeof options !== 'object' || options === null)
+    throw new WsError('INVALID_ARGUMENT', `${className} takes an options object`);
+  const known = new Set<string>([...COMMON_KEYS, ...backendKeys, 'signal']);
+  for (const key of Object.keys(options)) {
+    if (known.has(key)) continue;
+    const instead = RENAMED[key];
+    throw new WsError(
+      'INVALID_ARGUMENT',
+      `${className} has no option ${JSON.stringify(key)}${instead && known.has(instead) ? `; use ${JSON.stringify(instead)}` : ''}`,
+      { details: { option: key, ...(instead && known.has(instead) ? { use: instead } : {}) } },
+    );
+  }
 }

@@ -12,6 +12,7 @@ import {
   GatewaySandbox,
   installGateway,
   type Provider,
+  type ProviderOpenOptions,
   type ProviderSession,
   privateHostDir,
   probeNode,
@@ -33,13 +34,12 @@ export type DockerGatewayChannel = 'unix' | 'relay';
 
 /** Options of {@link DockerProvider}. */
 export interface DockerProviderOptions {
-  workspaceId: string;
   image: string;
   hostWorkdir?: string | undefined;
   volume?: string | undefined;
   env?: Readonly<Record<string, string>> | undefined;
   /** An existing client (never closed by the workspace), or options for a new one. */
-  docker?: Docker | Docker.DockerOptions | undefined;
+  client?: Docker | Docker.DockerOptions | undefined;
   owner?: string | undefined;
   gatewayChannel?: DockerGatewayChannel | undefined;
   hostRuntimeDir?: string | undefined;
@@ -78,7 +78,8 @@ export class DockerProvider implements Provider {
   readonly isolation = 'container' as const;
   readonly mcp = true;
   readonly persistent: boolean;
-  readonly name: string;
+  /** The workspace id and its container's name, once `open` or `destroy` learned them. */
+  private identity: { readonly workspaceId: string; readonly name: string } | undefined;
   private readonly docker: Docker;
   private container: Docker.Container | undefined;
   private link: GatewayLink | undefined;
@@ -102,8 +103,7 @@ export class DockerProvider implements Provider {
       );
     }
     this.persistent = options.hostWorkdir !== undefined || options.volume !== undefined;
-    this.name = containerName(options.workspaceId);
-    this.docker = options.docker instanceof Docker ? options.docker : new Docker(options.docker);
+    this.docker = options.client instanceof Docker ? options.client : new Docker(options.client);
   }
 
   /**
@@ -119,8 +119,24 @@ export class DockerProvider implements Provider {
     return join(resolve(base), createHash('sha256').update(this.name).digest('hex').slice(0, 16));
   }
 
-  async open(options: CallOptions): Promise<ProviderSession> {
+  private identify(workspaceId: string): void {
+    this.identity = { workspaceId, name: containerName(workspaceId) };
+  }
+
+  private get workspaceId(): string {
+    if (!this.identity) throw new WsError('NOT_READY', 'The Docker provider is not open');
+    return this.identity.workspaceId;
+  }
+
+  /** The container's name (known from the first `open` or `destroy`). */
+  get name(): string {
+    if (!this.identity) throw new WsError('NOT_READY', 'The Docker provider is not open');
+    return this.identity.name;
+  }
+
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
     throwIfAborted(options.signal);
+    this.identify(options.workspaceId);
     const started = performance.now();
     try {
       await this.docker.ping();
@@ -205,7 +221,7 @@ export class DockerProvider implements Provider {
       try {
         const info = await container.inspect();
         const labelled = info.Config.Labels?.[LABELS.id];
-        if (labelled !== this.options.workspaceId) {
+        if (labelled !== this.workspaceId) {
           throw new WsError(
             'CONFLICT',
             `A container named ${this.name} exists but belongs to ${labelled === undefined ? 'no workspace' : `workspace ${labelled}`}`,
@@ -261,7 +277,7 @@ export class DockerProvider implements Provider {
       WorkingDir: CONTAINER_WORKDIR,
       Labels: {
         [LABELS.workspace]: 'true',
-        [LABELS.id]: this.options.workspaceId,
+        [LABELS.id]: this.workspaceId,
         [LABELS.owner]: this.options.owner ?? 'ws',
         [LABELS.created]: new Date().toISOString(),
       },
@@ -342,7 +358,8 @@ export class DockerProvider implements Provider {
     await rm(this.runtimeDir(), { recursive: true, force: true }).catch(() => {});
   }
 
-  async destroy(): Promise<void> {
+  async destroy(options: ProviderOpenOptions): Promise<void> {
+    this.identify(options.workspaceId);
     await this.detach();
     await this.docker
       .getContainer(this.name)

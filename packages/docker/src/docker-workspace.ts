@@ -1,12 +1,6 @@
-import {
-  type CommonWorkspaceOptions,
-  engineOptions,
-  generateId,
-  validateId,
-  WorkspaceEngine,
-} from '@ws/core';
+import { type CommonWorkspaceOptions, checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core';
 import type Docker from 'dockerode';
-import { type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
+import { containerName, type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
 
 /** The image used when none is given (build it offline with `docker/build-image.sh`). */
 export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
@@ -22,7 +16,7 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   /** Variables for the container and every command. */
   env?: Readonly<Record<string, string>>;
   /** An existing dockerode client (never closed here), or options for a new one. Default: the local engine. */
-  docker?: Docker | Docker.DockerOptions;
+  client?: Docker | Docker.DockerOptions;
   /** Owner tag put on the container's labels (for reaping orphans). Default: `ws`. */
   owner?: string;
   /**
@@ -36,6 +30,18 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
+const DOCKER_KEYS = [
+  'image',
+  'hostWorkdir',
+  'volume',
+  'env',
+  'client',
+  'owner',
+  'gatewayChannel',
+  'hostRuntimeDir',
+  'gateway',
+] as const satisfies readonly (keyof DockerWorkspaceOptions)[];
+
 /**
  * A workspace in a Docker container: the container is named after the workspace id and labelled with
  * it, re-attached by name (started if stopped, re-created with the same files if missing), and
@@ -43,20 +49,18 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
  * through the in-container gateway, reached through a unix socket in a bind-mounted host folder, so
  * they cost a fraction of a `docker exec`.
  */
-export class DockerWorkspace extends WorkspaceEngine {
+export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
+  /** @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`) or an unsafe workspace id. */
   constructor(options: DockerWorkspaceOptions = {}) {
-    const workspaceId =
-      options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
+    checkOptionKeys('DockerWorkspace', options, DOCKER_KEYS);
     super({
       ...engineOptions(options),
-      workspaceId,
       provider: new DockerProvider({
-        workspaceId,
         image: options.image ?? DEFAULT_DOCKER_IMAGE,
         hostWorkdir: options.hostWorkdir,
         volume: options.volume,
         env: options.env,
-        docker: options.docker,
+        client: options.client,
         owner: options.owner,
         gatewayChannel: options.gatewayChannel,
         hostRuntimeDir: options.hostRuntimeDir,
@@ -67,25 +71,16 @@ export class DockerWorkspace extends WorkspaceEngine {
 
   /** The container's name. */
   get containerName(): string {
-    return (this.provider as DockerProvider).name;
+    return containerName(this.id);
   }
 
   /** Milliseconds the last initialize took to create or re-attach the container. */
   get attachMs(): number | undefined {
-    return (this.provider as DockerProvider).attachMs;
+    return this.provider.attachMs;
   }
 
   /** Milliseconds the gateway took to install and start at the last initialize. */
   get gatewayStartMs(): number | undefined {
-    return (this.provider as DockerProvider).gatewayStartMs;
-  }
-
-  /** Constructs and initializes a workspace in one step. */
-  static async open(
-    options: DockerWorkspaceOptions & { signal?: AbortSignal } = {},
-  ): Promise<DockerWorkspace> {
-    const workspace = new DockerWorkspace(options);
-    await workspace.initialize(options.signal ? { signal: options.signal } : {});
-    return workspace;
+    return this.provider.gatewayStartMs;
   }
 }

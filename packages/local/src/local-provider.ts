@@ -1,9 +1,9 @@
 import { mkdir, rm } from 'node:fs/promises';
 import {
   assertDeletableHostDir,
-  type CallOptions,
   fromErrno,
   type Provider,
+  type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
 } from '@ws/core';
@@ -24,7 +24,7 @@ export class LocalProvider implements Provider {
     this.expectedWorkdir = options.workdir;
   }
 
-  async open(options: CallOptions): Promise<ProviderSession> {
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
     throwIfAborted(options.signal);
     try {
       await mkdir(this.expectedWorkdir, { recursive: true });

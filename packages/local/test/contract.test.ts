@@ -16,8 +16,8 @@ await registerConformanceSuite({
   process: {
     module: built,
     exportName: 'LocalWorkspace',
-    options: ({ workspaceId }) => ({ workdir: join(base, workspaceId), workspaceId }),
+    options: ({ workspaceId }) => ({ hostWorkdir: join(base, workspaceId), workspaceId }),
   },
   create: ({ workspaceId, ...options }) =>
-    new LocalWorkspace({ ...options, workdir: join(base, workspaceId), workspaceId }),
+    new LocalWorkspace({ ...options, hostWorkdir: join(base, workspaceId), workspaceId }),
 });

@@ -12,7 +12,7 @@ const built = join(packageDir, 'dist', 'index.js');
 // moment; whatever it left behind must be whole batches of valid JSON lines.
 const WRITER = `
 import { LocalWorkspace } from ${JSON.stringify(built)};
-const workspace = await LocalWorkspace.open({ workdir: process.argv[1], workspaceId: 'crash' });
+const workspace = await LocalWorkspace.open({ hostWorkdir: process.argv[1], workspaceId: 'crash' });
 for (let batch = 0; ; batch++) {
   const lines = Array.from({ length: 5 }, (_, line) => ({ batch, line, writer: process.pid, payload: 'p'.repeat(40_000 + line) }));
   await workspace.offloadContext('crash', lines);
