@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import {
@@ -11,6 +11,8 @@ import {
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
+  hostTag,
+  ownedTempDir,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -124,10 +126,10 @@ export class BwrapProvider implements Provider {
       this.hostWorkdir = resolve(this.options.hostWorkdir);
       await privateHostDir(this.hostWorkdir, { anyOwner: true });
     } else {
-      this.hostWorkdir = await mkdtemp(join(tmpdir(), 'ws-bwrap-workdir-'));
+      this.hostWorkdir = await ownedTempDir(tmpdir(), `ws-bwrap-${hostTag(options.workspaceId)}-workdir`);
       this.owned.push(this.hostWorkdir);
     }
-    const hostTmp = await mkdtemp(join(tmpdir(), 'ws-bwrap-tmp-'));
+    const hostTmp = await ownedTempDir(tmpdir(), `ws-bwrap-${hostTag(options.workspaceId)}-tmp`);
     this.owned.push(hostTmp);
     const mounts: BwrapMounts = {
       hostWorkdir: this.hostWorkdir,
@@ -142,7 +144,7 @@ export class BwrapProvider implements Provider {
     const node = await probeNode(completeSandbox(sandbox), options);
     if (!node) return { sandbox, workdir: SANDBOX_WORKDIR };
     const started = performance.now();
-    const launcher = await this.launcher(mounts, node.path, bwrapPath);
+    const launcher = await this.launcher(mounts, node.path, bwrapPath, options.workspaceId);
     const link = new GatewayLink(launcher);
     this.link = link;
     await link.start(options);
@@ -154,7 +156,12 @@ export class BwrapProvider implements Provider {
     };
   }
 
-  private async launcher(mounts: BwrapMounts, node: string, bwrapPath: string): Promise<GatewayLauncher> {
+  private async launcher(
+    mounts: BwrapMounts,
+    node: string,
+    bwrapPath: string,
+    workspaceId: string,
+  ): Promise<GatewayLauncher> {
     const workdir = this.hostWorkdir!;
     const runtimeDir = resolve(this.options.hostRuntimeDir ?? defaultRuntimeDir());
     const realWorkdir = await realpath(workdir);
@@ -180,7 +187,7 @@ export class BwrapProvider implements Provider {
     }
     // Host-private: the pinned socket. Only `shared` is bound into the gateway's sandbox, where the
     // gateway creates its socket; the host reads nothing from it.
-    const runtime = await mkdtemp(join(runtimeDir, 'run-'));
+    const runtime = await ownedTempDir(runtimeDir, `run-${hostTag(workspaceId)}`);
     this.owned.push(runtime);
     const shared = await privateHostDir(join(runtime, 'shared'));
     const sockets = await privateHostDir(join(runtime, 'sockets'));

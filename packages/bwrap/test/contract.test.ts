@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { registerConformanceSuite } from '@ws/contract-tests';
+import { entriesMatching, hostProcessesUsing, registerConformanceSuite } from '@ws/contract-tests';
+import { hostTag } from '@ws/core';
 import { afterAll } from 'vitest';
 import { BubblewrapWorkspace, bubblewrapProblem } from '../src/index.js';
 
@@ -10,6 +11,12 @@ const base = mkdtempSync(join(tmpdir(), 'ws-bwrap-conformance-'));
 const cache = mkdtempSync(join(tmpdir(), 'ws-bwrap-cache-'));
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+// What a workspace left, seen from the host: processes using its workdir, its temporary folders.
+const leftovers = (workdir: (workspaceId: string) => string) => async (workspaceId: string) => [
+  ...(await hostProcessesUsing(workdir(workspaceId))),
+  ...(await entriesMatching(tmpdir(), new RegExp(`^ws-bwrap-${hostTag(workspaceId)}-`))),
+  ...(await entriesMatching(cache, new RegExp(`^run-${hostTag(workspaceId)}-`))),
+];
 afterAll(() => {
   rmSync(base, { recursive: true, force: true });
   rmSync(cache, { recursive: true, force: true });
@@ -18,6 +25,7 @@ afterAll(() => {
 await registerConformanceSuite({
   name: 'bwrap',
   skipReason: () => bubblewrapProblem(),
+  leftovers: leftovers((workspaceId) => join(base, workspaceId)),
   process: {
     module: built,
     exportName: 'BubblewrapWorkspace',
@@ -40,6 +48,7 @@ await registerConformanceSuite({
 await registerConformanceSuite({
   name: 'bwrap (no gateway)',
   skipReason: () => bubblewrapProblem(),
+  leftovers: leftovers((workspaceId) => join(base, `bare-${workspaceId}`)),
   process: {
     module: built,
     exportName: 'BubblewrapWorkspace',

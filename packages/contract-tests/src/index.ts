@@ -4,6 +4,7 @@ import { execArea } from './areas/exec.js';
 import { filesArea } from './areas/files.js';
 import { layoutArea } from './areas/layout.js';
 import { lifecycleArea } from './areas/lifecycle.js';
+import { lifecycleLeftoversArea } from './areas/lifecycle-leftovers.js';
 import { mcpArea } from './areas/mcp.js';
 import { offloadArea } from './areas/offload.js';
 import { securityBoundaryArea } from './areas/security-boundary.js';
@@ -22,6 +23,7 @@ export {
   patternBytes,
   sameBytes,
 } from './harness.js';
+export { entriesMatching, hostProcessesUsing } from './leftovers.js';
 export type { AreaContext, ChildProcessTarget, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 /** The conformance areas, in the order they run. */
@@ -81,6 +83,7 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     execArea(context);
     filesArea(context);
     lifecycleArea(context);
+    lifecycleLeftoversArea(context);
     layoutArea(context);
     toolsBashArea(context);
     toolsFilesArea(context);

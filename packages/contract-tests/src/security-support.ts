@@ -1,6 +1,6 @@
-import { spawn } from 'node:child_process';
 import type { CompleteSandbox, McpClient, ToolResult } from '@ws/core';
 import { afterAll, expect } from 'vitest';
+import { openInChild } from './child-workspace.js';
 import type { CaseControls } from './harness.js';
 import { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
 import type { AreaContext, WorkspaceUnderTest } from './target.js';
@@ -105,42 +105,19 @@ export async function writeInKilledProcess(
   byte: number,
   killAfterMs: number,
 ): Promise<void> {
-  const target = context.target.process;
-  if (!target) test.skip('the target gives no way to open its workspace in another process (target.process)');
-  const options = target.options({ workspaceId });
-  const script = `
-const { ${target.exportName}: Workspace } = await import(${JSON.stringify(target.module)});
-const workspace = new Workspace(${JSON.stringify(options)});
-await workspace.initialize();
-const bytes = new Uint8Array(${size}).fill(${byte});
-process.stdout.write('writing\\n');
-await workspace.getSandbox().writeFile(${JSON.stringify(path)}, bytes);
-process.stdout.write('written\\n');
-await new Promise(() => {});
-`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => {
-    stderr += chunk;
-  });
-  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  const writing = new Promise<boolean>((resolve) => {
-    let out = '';
-    child.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes('writing\n')) resolve(true);
-    });
-    void closed.then(() => resolve(false));
-  });
-  const started = await writing;
-  if (!started) {
-    await closed;
-    throw new Error(`the writer process ended before writing: ${stderr}`);
-  }
+  const child = openInChild(
+    context,
+    test,
+    workspaceId,
+    `say('writing');
+await workspace.getSandbox().writeFile(${JSON.stringify(path)}, new Uint8Array(${size}).fill(${byte}));
+say('written');
+await new Promise(() => {});`,
+  );
+  if (!(await child.printed('writing')))
+    throw new Error(`the writer process ended before writing: ${child.stderr()}`);
   await new Promise((resolve) => setTimeout(resolve, killAfterMs));
   child.kill('SIGKILL');
-  await closed;
-  expect(stderr).toBe('');
+  await child.ended;
+  expect(child.stderr()).toBe('');
 }

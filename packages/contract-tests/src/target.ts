@@ -42,6 +42,12 @@ export interface ConformanceTarget {
    * re-attach can be tested.
    */
   create(options: CreateOptions): WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  /**
+   * What of the workspace `workspaceId` is still on the host, seen from outside (processes,
+   * containers, sockets, temporary folders), one line each: empty once it closed, or once a new
+   * object on its id closed after its process was killed. Without it, those cases are skipped.
+   */
+  leftovers?(workspaceId: string): Promise<string[]>;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */
   skipReason?(): string | undefined | Promise<string | undefined>;
   /** Time limit of one case in milliseconds. Default 60 000. */

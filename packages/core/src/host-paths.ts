@@ -1,4 +1,5 @@
-import { chmod, link, lstat, mkdir, rm } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { chmod, link, lstat, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import { fromErrno, WsError } from './errors.js';
@@ -97,4 +98,35 @@ export function pinnedSocketChannel(
       return pinned !== undefined;
     },
   };
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Creates a private host folder `<parent>/<prefix>-<pid>-XXXXXX` for this process, first removing the
+ * folders `<prefix>-<pid>-*` in `parent` whose process is gone: what a process killed before it could
+ * close left behind. Give each workspace its own prefix (see `hostTag`) so a sweep touches only its own.
+ */
+export async function ownedTempDir(parent: string, prefix: string): Promise<string> {
+  const pattern = new RegExp(`^${prefix.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}-(\\d+)-`);
+  for (const name of await readdir(parent).catch(() => [] as string[])) {
+    const owner = pattern.exec(name)?.[1];
+    if (owner !== undefined && Number(owner) !== process.pid && !processAlive(Number(owner)))
+      await rm(join(parent, name), { recursive: true, force: true }).catch(() => {});
+  }
+  const path = await mkdtemp(join(parent, `${prefix}-${process.pid}-`));
+  await chmod(path, 0o700);
+  return path;
+}
+
+/** A short, stable tag of a workspace id for host names (files, folders): 12 hex digits of its SHA-256. */
+export function hostTag(workspaceId: string): string {
+  return createHash('sha256').update(workspaceId).digest('hex').slice(0, 12);
 }

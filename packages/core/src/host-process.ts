@@ -37,6 +37,8 @@ export interface HostCommandOptions {
 /** A started process group that an owner may stop. */
 export interface ProcessGroup {
   stop(): Promise<void>;
+  /** False once the group has no process left (then its owner may forget it). */
+  alive?(): boolean;
 }
 
 // After the direct child exits, its pipes may still be held open by a background grandchild (`cmd &`).
@@ -58,6 +60,29 @@ export function assertArgv(argv: readonly string[]): void {
     }
   }
   if (argv[0] === '') throw new WsError('INVALID_ARGUMENT', 'argv[0] must not be empty');
+}
+
+/** True while the process group led by `pid` has a process in it. */
+export function groupAlive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Resolves once the group led by `pid` has no process left (polled), or after `limitMs`. */
+function groupEmptied(pid: number | undefined, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  return new Promise((resolve) => {
+    const poll = () => {
+      if (!groupAlive(pid) || Date.now() >= deadline) resolve();
+      else setTimeout(poll, 25).unref();
+    };
+    poll();
+  });
 }
 
 /** Sends `signal` to the process group led by `pid`, ignoring a group that is already gone. */
@@ -110,8 +135,9 @@ function terminateGroup(pid: number | undefined, exited: Promise<unknown>, grace
 export class ProcessGroups {
   private readonly groups = new Set<ProcessGroup>();
 
-  /** Remembers a group until the function it returns is called. */
+  /** Remembers a group until the function it returns is called (or the group is found empty). */
   readonly track = (group: ProcessGroup): (() => void) => {
+    for (const known of this.groups) if (known.alive?.() === false) this.groups.delete(known);
     this.groups.add(group);
     return () => this.groups.delete(group);
   };
@@ -311,6 +337,16 @@ export async function runHostCommand(
     if (timer) clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
     untrack?.();
+    // Processes the command left running in its group (`cmd &`) are its owner's until they end:
+    // stopping them waits for the group to empty, not for the leader, who is gone.
+    if (options.track && groupAlive(child.pid)) {
+      const pid = child.pid;
+      options.track({
+        stop: () =>
+          stopWithGrace((signal) => killGroup(pid, `SIG${signal}`), groupEmptied(pid, graceMs), graceMs),
+        alive: () => groupAlive(pid),
+      });
+    }
   }
 }
 

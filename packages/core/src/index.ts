@@ -34,6 +34,8 @@ export type { GatewaySocketPlace, SandboxGatewayOptions } from './gateway/start.
 export { sandboxGatewayLauncher } from './gateway/start.js';
 export {
   assertDeletableHostDir,
+  hostTag,
+  ownedTempDir,
   pinnedSocketChannel,
   pinSandboxSocket,
   privateHostDir,

@@ -56,6 +56,20 @@ export const LABELS = {
 const GATEWAY_HOME = '/opt/ws';
 const GATEWAY_RUN = '/ws/run';
 
+/**
+ * The host folder a Docker workspace keeps its own state in (one per container): under
+ * `hostRuntimeDir`, or `$XDG_RUNTIME_DIR` (else the temp folder) `/ws-docker-<uid>`.
+ */
+export function dockerRuntimeDir(workspaceId: string, hostRuntimeDir?: string): string {
+  const base =
+    hostRuntimeDir ?? join(process.env.XDG_RUNTIME_DIR || tmpdir(), `ws-docker-${process.getuid?.() ?? 0}`);
+  // Short and stable: the same container always binds the same host folder, whoever created it.
+  return join(
+    resolve(base),
+    createHash('sha256').update(containerName(workspaceId)).digest('hex').slice(0, 16),
+  );
+}
+
 /** The container name of a workspace id: `ws_<id>`, or a sanitised id plus a hash when the id has other characters. */
 export function containerName(workspaceId: string): string {
   if (/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,100}$/.test(workspaceId)) return `ws_${workspaceId}`;
@@ -112,11 +126,7 @@ export class DockerProvider implements Provider {
    * anything in `shared/`; it connects to the socket through a link of its own in `sockets/`.
    */
   private runtimeDir(): string {
-    const base =
-      this.options.hostRuntimeDir ??
-      join(process.env.XDG_RUNTIME_DIR || tmpdir(), `ws-docker-${process.getuid?.() ?? 0}`);
-    // Short and stable: the same container always binds the same host folder, whoever created it.
-    return join(resolve(base), createHash('sha256').update(this.name).digest('hex').slice(0, 16));
+    return dockerRuntimeDir(this.workspaceId, this.options.hostRuntimeDir);
   }
 
   private identify(workspaceId: string): void {

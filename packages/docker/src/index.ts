@@ -1,5 +1,5 @@
 export type { DockerGatewayChannel, DockerProviderOptions } from './docker-provider.js';
-export { containerName, DockerProvider, LABELS } from './docker-provider.js';
+export { containerName, DockerProvider, dockerRuntimeDir, LABELS } from './docker-provider.js';
 export { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 export type { DockerWorkspaceOptions } from './docker-workspace.js';
 export { DEFAULT_DOCKER_IMAGE, DockerWorkspace } from './docker-workspace.js';

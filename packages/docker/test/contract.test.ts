@@ -1,11 +1,19 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import Docker from 'dockerode';
 import { afterAll } from 'vitest';
-import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '../src/index.js';
+import {
+  DEFAULT_DOCKER_IMAGE,
+  DockerWorkspace,
+  dockerProblem,
+  dockerRuntimeDir,
+  LABELS,
+  removeOwnedContainers,
+} from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const base = mkdtempSync(join(tmpdir(), 'ws-docker-conformance-'));
@@ -13,6 +21,19 @@ const base = mkdtempSync(join(tmpdir(), 'ws-docker-conformance-'));
 const owner = `ws-test-${generateId().slice(0, 8)}`;
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+// What a workspace left, seen from the host: its containers, its runtime folder.
+const engine = new Docker();
+async function leftovers(workspaceId: string): Promise<string[]> {
+  const containers = await engine.listContainers({
+    all: true,
+    filters: { label: [`${LABELS.id}=${workspaceId}`] },
+  });
+  const found = containers.map((container) => `container ${container.Names[0]} (${container.State})`);
+  if (existsSync(dockerRuntimeDir(workspaceId)))
+    found.push(`runtime folder ${dockerRuntimeDir(workspaceId)}`);
+  return found;
+}
 
 afterAll(async () => {
   await removeOwnedContainers(owner).catch(() => []);
@@ -22,6 +43,7 @@ afterAll(async () => {
 await registerConformanceSuite({
   name: 'docker',
   skipReason: () => dockerProblem(image),
+  leftovers,
   process: {
     module: built,
     exportName: 'DockerWorkspace',
@@ -36,6 +58,7 @@ await registerConformanceSuite({
 await registerConformanceSuite({
   name: 'docker (engine API only)',
   skipReason: () => dockerProblem(image),
+  leftovers,
   process: {
     module: built,
     exportName: 'DockerWorkspace',

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { registerConformanceSuite } from '@ws/contract-tests';
+import { hostProcessesUsing, registerConformanceSuite } from '@ws/contract-tests';
 import { afterAll } from 'vitest';
 import { LocalWorkspace } from '../src/index.js';
 
@@ -13,6 +13,7 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 await registerConformanceSuite({
   name: 'local',
+  leftovers: (workspaceId) => hostProcessesUsing(join(base, workspaceId)),
   process: {
     module: built,
     exportName: 'LocalWorkspace',
