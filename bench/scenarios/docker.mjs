@@ -80,18 +80,44 @@ export async function run({ iterations }) {
       await workspace.destroy();
     }
 
+    // A workspace's whole life against the Engine API doing the same: create, start, one command, remove.
+    let round = 0;
     const cold = [];
-    for (let round = 0; round < 3; round++) {
-      const started = performance.now();
-      const fresh = await DockerWorkspace.open({
-        image,
-        owner,
-        workspaceId: `bench-cold-${round}-${Date.now().toString(36)}`,
-      });
-      cold.push(performance.now() - started);
-      await fresh.destroy();
-    }
+    const life = await interleave({
+      subject: async () => {
+        const started = performance.now();
+        const fresh = await DockerWorkspace.open({
+          image,
+          owner,
+          workspaceId: `bench-life-${++round}-${Date.now().toString(36)}`,
+        });
+        cold.push(performance.now() - started);
+        const result = await fresh.getSandbox().exec(['sh', '-c', 'true']);
+        if (result.exitCode !== 0) throw new Error(result.stderrText);
+        await fresh.close();
+      },
+      floor: async () => {
+        const container = await docker.createContainer({
+          Image: image,
+          Cmd: ['sh', '-c', 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done'],
+          Labels: { 'ws.owner': owner },
+          HostConfig: { CapDrop: ['ALL'] },
+        });
+        await container.start();
+        await rawExec(container, ['sh', '-c', 'true']);
+        await container.remove({ force: true });
+      },
+      iterations: 10,
+      warmup: 2,
+    });
     rows.push(
+      ratioRow({
+        scenario: 'Docker create + first command + close',
+        subject: 'open, exec true, close',
+        floor: 'Engine API create, start, exec, remove',
+        samples: life,
+        target: 1.3,
+      }),
       metricRow({
         scenario: 'Docker cold start (image present)',
         subject: 'median initialize()',

@@ -72,8 +72,17 @@ export class BubblewrapWorkspace extends WorkspaceEngine<BwrapProvider> {
     return this.provider.hostWorkdir;
   }
 
-  /** Milliseconds the gateway took to install and start at the last initialize (undefined without one). */
+  /** Milliseconds the gateway took to start, once it answered (it starts in the background at initialize). */
   get gatewayStartMs(): number | undefined {
     return this.provider.gatewayStartMs;
+  }
+
+  /**
+   * Waits for the in-sandbox gateway (MCP, fast file calls), which starts in the background at
+   * `initialize()`: resolves with its start time in milliseconds, or undefined when this workspace
+   * runs none. @throws WsError `BACKEND_UNAVAILABLE` when it cannot start.
+   */
+  gatewayReady(options: { signal?: AbortSignal } = {}): Promise<number | undefined> {
+    return this.provider.gatewayReady(options);
   }
 }

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import {
   assertDeletableHostDir,
+  type CallOptions,
   completeSandbox,
   type GatewayLauncher,
   GatewayLink,
@@ -109,8 +110,20 @@ export class BwrapProvider implements Provider {
   private owned: string[] = [];
   private sandbox: BwrapSandbox | undefined;
   private link: GatewayLink | undefined;
-  /** Milliseconds the gateway took to install and answer its first health check, at the last open. */
-  gatewayStartMs: number | undefined;
+  /** Milliseconds the gateway took to start and answer its first health check, once it did. */
+  get gatewayStartMs(): number | undefined {
+    return this.link?.startedMs;
+  }
+
+  /**
+   * Waits for the gateway to answer. Resolves with its start time in milliseconds, or undefined when
+   * this workspace runs none. @throws WsError `BACKEND_UNAVAILABLE` when it cannot start.
+   */
+  async gatewayReady(options: CallOptions = {}): Promise<number | undefined> {
+    if (!this.link) return undefined;
+    await this.link.start(options);
+    return this.link.startedMs;
+  }
 
   constructor(private readonly options: BwrapProviderOptions) {
     this.persistent = options.hostWorkdir !== undefined;
@@ -143,12 +156,11 @@ export class BwrapProvider implements Provider {
     if (this.options.gateway === false) return { sandbox, workdir: SANDBOX_WORKDIR };
     const node = await probeNode(completeSandbox(sandbox), options);
     if (!node) return { sandbox, workdir: SANDBOX_WORKDIR };
-    const started = performance.now();
     const launcher = await this.launcher(mounts, node.path, bwrapPath, options.workspaceId);
     const link = new GatewayLink(launcher);
     this.link = link;
-    await link.start(options);
-    this.gatewayStartMs = performance.now() - started;
+    // Not waited for: file calls go through commands while it starts.
+    link.startInBackground();
     return {
       sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: false, checkPath: checkSandboxPath }),
       workdir: SANDBOX_WORKDIR,

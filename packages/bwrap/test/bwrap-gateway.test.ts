@@ -69,7 +69,7 @@ describe.skipIf(problem !== undefined)('bwrap gateway', () => {
       hostRuntimeDir: join(base, 'cache'),
     });
     try {
-      expect(workspace.gatewayStartMs).toBeGreaterThan(0);
+      expect(await workspace.gatewayReady()).toBeGreaterThan(0);
       // The gateway's sandbox is the only process with --secrets-stdin on its command line and this workdir.
       const pids = execSync('ps -eo pid=,args=', { encoding: 'utf8' })
         .split('\n')

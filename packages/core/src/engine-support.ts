@@ -2,17 +2,26 @@ import { abortError, WsError } from './errors.js';
 import type { CompleteSandbox } from './sandbox.js';
 import type { CallOptions } from './workspace.js';
 
-/** Creates directories (and parents): natively in parallel, or in one `mkdir -p` through exec. */
+/** Creates the directories (and parents) that are missing: natively, or in one `mkdir -p` through exec. */
 export async function makeDirectories(
   sandbox: CompleteSandbox,
   paths: readonly string[],
   options: CallOptions = {},
 ): Promise<void> {
+  // Where looking costs less than a command, only what is missing is made (usually nothing).
+  const missing = sandbox.native.stat
+    ? (
+        await Promise.all(
+          paths.map(async (path) => ((await sandbox.exists(path, options)) ? undefined : path)),
+        )
+      ).filter((path): path is string => path !== undefined)
+    : paths;
+  if (missing.length === 0) return;
   if (sandbox.native.mkdir) {
-    for (const path of paths) await sandbox.mkdir(path, { recursive: true, ...signalOf(options) });
+    for (const path of missing) await sandbox.mkdir(path, { recursive: true, ...signalOf(options) });
     return;
   }
-  const result = await sandbox.exec(['mkdir', '-p', '--', ...paths], { cwd: '/', ...signalOf(options) });
+  const result = await sandbox.exec(['mkdir', '-p', '--', ...missing], { cwd: '/', ...signalOf(options) });
   if (result.exitCode !== 0) {
     throw new WsError('BACKEND_ERROR', `Creating ${paths.join(', ')} failed: ${result.stderrText.trim()}`, {
       details: { paths },

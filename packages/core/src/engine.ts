@@ -162,9 +162,11 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       this.mcpConnector = session.mcp;
       this.openedWorkdir = session.workdir;
       throwIfAborted(options.signal);
+      // A workdir without skills/.seed may hold skills of the older flat layout, moved in by prepare.
+      const flatSkills = !(await this.sandbox.exists(this.paths.skillSeedDir, options));
       await this.layOut(options);
       await this.mcp.restore();
-      this.seedWarnings = await this.skills.prepare(options);
+      this.seedWarnings = await this.skills.prepare({ ...options, flatSkills });
       throwIfAborted(options.signal);
       this.currentState = 'ready';
     } catch (error) {

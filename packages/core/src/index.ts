@@ -17,7 +17,13 @@ export {
 } from './gateway/client.js';
 export type { GatewaySandboxOptions } from './gateway/gateway-sandbox.js';
 export { GatewayMcpConnector, GatewaySandbox } from './gateway/gateway-sandbox.js';
-export { GATEWAY_MIN_NODE_MAJOR, installGateway, probeNode, readGatewayAsset } from './gateway/install.js';
+export {
+  GATEWAY_MIN_NODE_MAJOR,
+  gatewayBundleName,
+  installGateway,
+  probeNode,
+  readGatewayAsset,
+} from './gateway/install.js';
 export type { GatewayLauncher, LaunchedGateway } from './gateway/link.js';
 export { GATEWAY_START_TIMEOUT_MS, GatewayLink } from './gateway/link.js';
 export type {

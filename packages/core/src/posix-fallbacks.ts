@@ -25,6 +25,7 @@ import { ChunkQueue } from './streams.js';
 // user input is ever spliced into shell text. They report what went wrong through exit codes that
 // no POSIX tool uses for these cases, and core maps the codes back to WsError codes.
 const EXIT_CODES: Readonly<Record<number, WsErrorCode>> = {
+  65: 'INVALID_ARGUMENT',
   66: 'NOT_FOUND',
   67: 'IS_A_DIRECTORY',
   68: 'NOT_A_DIRECTORY',
@@ -53,11 +54,21 @@ exec mv -f -T -- "$1" "$2"`,
   readStream: `[ -e "$1" ] || exit 66
 [ -d "$1" ] && exit 67
 exec cat -- "$1"`,
-  // Two steps, so that a writer killed halfway never replaces the file: the bytes go to $2 beside
-  // the target, and only once the caller has seen every byte arrive does \`commit\` rename it.
-  writeStream: `[ -d "$1" ] && exit 67
-mkdir -p -- "$(dirname -- "$1")" || exit 68
-exec cat > "$2"`,
+  // Two steps, so that a writer killed halfway never replaces the file: the bytes go to a new file
+  // beside the target (where its links lead), whose name is printed first with the target's, and
+  // only once the caller has seen every byte arrive does \`commit\` rename it.
+  writeStream: `p=$1 n=0
+while [ -L "$p" ]; do
+  n=$((n + 1)); [ "$n" -gt 40 ] && exit 65
+  l=$(readlink -- "$p") || exit 1
+  case "$l" in /*) p=$l;; *) p=$(dirname -- "$p")/$l;; esac
+done
+[ -d "$p" ] && exit 67
+d=$(dirname -- "$p")
+mkdir -p -- "$d" 2>/dev/null || exit 68
+t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
+printf '%s\\0%s\\0' "$p" "$t"
+exec cat > "$t"`,
   // $1 target, $2 the written temporary file, $3 mode ('' keeps a replaced file's, or 0666 less the umask).
   commit: `if [ -n "$3" ]; then m=$3
 elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
@@ -226,17 +237,14 @@ export function completeSandbox(sandbox: Sandbox): CompleteSandbox {
       options: WriteOptions = {},
     ): Promise<void> {
       const target = resolve(path);
-      const temporary = temporaryBeside(target);
+      const written = await script('writeStream', [target], { signal: options.signal, stdin: source });
+      const [resolved = '', temporary = ''] = decodeUtf8(written.stdout).split('\0');
       try {
-        const written = await script('writeStream', [target, temporary], {
-          signal: options.signal,
-          stdin: source,
-        });
         check(written, 'writeStream', target);
         const mode = options.mode !== undefined ? options.mode.toString(8) : '';
-        check(await script('commit', [target, temporary, mode], options), 'writeStream', target);
+        check(await script('commit', [resolved, temporary, mode], options), 'writeStream', target);
       } catch (error) {
-        await sandbox.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
+        if (temporary) await sandbox.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
         throw error;
       }
     },

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, posix, resolve } from 'node:path';
 import {
   assertDeletableHostDir,
   type CallOptions,
@@ -10,14 +10,16 @@ import {
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
+  gatewayBundleName,
   installGateway,
+  layoutPaths,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
   privateHostDir,
-  probeNode,
   readGatewayAsset,
   sandboxGatewayLauncher,
+  shellQuote,
   throwIfAborted,
   WsError,
 } from '@ws/core';
@@ -40,6 +42,8 @@ export interface DockerProviderOptions {
   env?: Readonly<Record<string, string>> | undefined;
   /** An existing client (never closed by the workspace), or options for a new one. */
   client?: Docker | Docker.DockerOptions | undefined;
+  /** The container's network (`HostConfig.NetworkMode`): `none`, `bridge`, a network's name. */
+  network?: string | undefined;
   owner?: string | undefined;
   gatewayChannel?: DockerGatewayChannel | undefined;
   hostRuntimeDir?: string | undefined;
@@ -55,6 +59,22 @@ export const LABELS = {
 } as const;
 const GATEWAY_HOME = '/opt/ws';
 const GATEWAY_RUN = '/ws/run';
+
+/**
+ * Creates the workspace's layout (`data/`, `sessions/`, `skills/.seed/`) in the container's workdir.
+ * `skills/` without `.seed` holds skills of the older flat layout, which `initialize()` moves in, so
+ * `.seed` is left for it to make.
+ */
+function layoutScript(): string {
+  const { dataDir, skillsDir, skillSeedDir, sessionsDir } = layoutPaths(CONTAINER_WORKDIR);
+  const [data, sessions, skills, seed] = [dataDir, sessionsDir, skillsDir, skillSeedDir].map((path) =>
+    shellQuote(path),
+  );
+  return [
+    `mkdir -p ${data} ${sessions} 2>/dev/null`,
+    `if [ ! -d ${skills} ] || [ -d ${seed} ]; then mkdir -p ${seed} 2>/dev/null; fi`,
+  ].join('\n');
+}
 
 /**
  * The host folder a Docker workspace keeps its own state in (one per container): under
@@ -101,8 +121,22 @@ export class DockerProvider implements Provider {
   private attachment: string | undefined;
   /** Milliseconds the last open took to create or re-attach the container (before the gateway). */
   attachMs: number | undefined;
-  /** Milliseconds the gateway took to install and answer its first health check at the last open. */
-  gatewayStartMs: number | undefined;
+  private bundleBytes: Promise<Uint8Array> | undefined;
+
+  /** Milliseconds the gateway took to start and answer its first health check, once it did. */
+  get gatewayStartMs(): number | undefined {
+    return this.link?.startedMs;
+  }
+
+  /**
+   * Waits for the gateway to answer. Resolves with its start time in milliseconds, or undefined when
+   * this workspace runs none. @throws WsError `BACKEND_UNAVAILABLE` when it cannot start.
+   */
+  async gatewayReady(options: CallOptions = {}): Promise<number | undefined> {
+    if (!this.link) return undefined;
+    await this.link.start(options);
+    return this.link.startedMs;
+  }
 
   constructor(private readonly options: DockerProviderOptions) {
     if (options.hostWorkdir !== undefined && options.volume !== undefined) {
@@ -171,20 +205,19 @@ export class DockerProvider implements Provider {
     this.attachMs = performance.now() - started;
     const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, this.runAs);
     if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR };
-    const complete = completeSandbox(sandbox);
-    const gatewayStarted = performance.now();
-    const node = await this.nodeOf(container, complete, runtime, options);
+    const node = await this.nodeOf(container, sandbox, runtime);
     if (!node) return { sandbox, workdir: CONTAINER_WORKDIR };
+    // Placed with the container when this object created it; otherwise one look finds it there.
     const bundlePath = await installGateway(
-      complete,
+      completeSandbox(sandbox),
       GATEWAY_HOME,
-      await readGatewayAsset(import.meta.url),
+      await this.bundle(),
       options,
     );
-    const link = new GatewayLink(this.launcher(sandbox, shared, sockets, node.path, bundlePath));
+    const link = new GatewayLink(this.launcher(sandbox, shared, sockets, node, bundlePath));
     this.link = link;
-    await link.start(options);
-    this.gatewayStartMs = performance.now() - gatewayStarted;
+    // Not waited for: the first calls go through the Engine API while it starts.
+    link.startInBackground();
     return {
       sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: true }),
       workdir: CONTAINER_WORKDIR,
@@ -199,25 +232,78 @@ export class DockerProvider implements Provider {
   }
 
   /**
-   * The container's node (path and version), probed once per container and remembered in the runtime
-   * folder, so re-attaching costs no command.
+   * The host folder holding the gateway bundle, shared by the containers of this runtime folder and
+   * bound read-only into each: readable by any user in the container (it holds nothing secret),
+   * written only by the host, under a content-addressed name.
+   */
+  private async gatewayHome(): Promise<string> {
+    const home = join(dirname(this.runtimeDir()), 'gateway');
+    await privateHostDir(dirname(home));
+    await mkdir(home, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+    });
+    const info = await lstat(home);
+    if (!info.isDirectory() || info.uid !== (process.getuid?.() ?? info.uid))
+      throw new WsError('PERMISSION_DENIED', `${home} must be a directory of this user, not a link`);
+    await chmod(home, 0o755);
+    const bundle = await this.bundle();
+    const path = join(home, gatewayBundleName(bundle));
+    if (
+      !(await stat(path).then(
+        (found) => found.size === bundle.byteLength,
+        () => false,
+      ))
+    ) {
+      const temporary = `${path}.${process.pid}.tmp`;
+      await writeFile(temporary, bundle, { mode: 0o644 });
+      await rename(temporary, path);
+    }
+    return home;
+  }
+
+  /** The gateway bundle this package ships (read once). */
+  private bundle(): Promise<Uint8Array> {
+    this.bundleBytes ??= readGatewayAsset(import.meta.url);
+    return this.bundleBytes;
+  }
+
+  /**
+   * The container's node, looked up along its PATH through the archive API (no command runs), once
+   * per container and remembered in the runtime folder. Its version is not checked here: a node too
+   * old for the gateway shows in the gateway's log when it fails to start.
    */
   private async nodeOf(
     container: Docker.Container,
-    sandbox: ReturnType<typeof completeSandbox>,
+    sandbox: DockerSandbox,
     runtime: string,
-    options: CallOptions,
-  ): Promise<{ path: string; version: string } | undefined> {
-    const { Id } = await container.inspect();
+  ): Promise<string | undefined> {
+    const info = await container.inspect();
     const cache = join(runtime, 'node.json');
     const remembered = await readFile(cache, 'utf8')
-      .then(
-        (text) => JSON.parse(text) as { container: string; node: { path: string; version: string } | null },
-      )
+      .then((text) => JSON.parse(text) as { container: string; node: string | null })
       .catch(() => undefined);
-    if (remembered?.container === Id) return remembered.node ?? undefined;
-    const node = await probeNode(sandbox, options);
-    await writeFile(cache, JSON.stringify({ container: Id, node: node ?? null }), { mode: 0o600 }).catch(
+    if (
+      remembered?.container === info.Id &&
+      (typeof remembered.node === 'string' || remembered.node === null)
+    )
+      return remembered.node ?? undefined;
+    const path =
+      info.Config.Env?.find((entry) => entry.startsWith('PATH='))?.slice(5) ??
+      '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+    const candidates = path
+      .split(':')
+      .filter((folder) => folder.startsWith('/'))
+      .map((folder) => posix.join(folder, 'node'));
+    const found = await Promise.all(
+      candidates.map((candidate) =>
+        sandbox.stat(candidate).then(
+          (stat) => (stat.type === 'file' ? candidate : undefined),
+          () => undefined,
+        ),
+      ),
+    );
+    const node = found.find((candidate) => candidate !== undefined);
+    await writeFile(cache, JSON.stringify({ container: info.Id, node: node ?? null }), { mode: 0o600 }).catch(
       () => {},
     );
     return node;
@@ -276,14 +362,17 @@ export class DockerProvider implements Provider {
       );
     }
     const binds = [`${shared}:${GATEWAY_RUN}:rw`];
+    // The gateway bundle, from a host folder the container reads but cannot write: nothing to upload.
+    if (this.options.gateway !== false) binds.push(`${await this.gatewayHome()}:${GATEWAY_HOME}:ro`);
     if (this.options.hostWorkdir !== undefined)
       binds.push(`${resolve(this.options.hostWorkdir)}:${CONTAINER_WORKDIR}:rw`);
     if (this.options.volume !== undefined) binds.push(`${this.options.volume}:${CONTAINER_WORKDIR}:rw`);
     const container = await this.docker.createContainer({
       name: this.name,
       Image: image,
-      // PID 1 that exits on SIGTERM, so the container stops at once.
-      Cmd: ['sh', '-c', 'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done'],
+      // PID 1 lays the workdir out (no command to send for it), then waits, exiting on SIGTERM so the
+      // container stops at once.
+      Cmd: ['sh', '-c', `${layoutScript()}\ntrap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done`],
       WorkingDir: CONTAINER_WORKDIR,
       Labels: {
         [LABELS.workspace]: 'true',
@@ -298,6 +387,7 @@ export class DockerProvider implements Provider {
         // Commands run with no capabilities and cannot gain any (setuid binaries included).
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
+        ...(this.options.network !== undefined ? { NetworkMode: this.options.network } : {}),
       },
     });
     await container.start().catch((error: unknown) => {
@@ -351,12 +441,12 @@ export class DockerProvider implements Provider {
     this.container = undefined;
     const link = this.link;
     this.link = undefined;
-    await link?.stop().catch(() => {});
     const own = this.attachment;
     const users = join(this.runtimeDir(), 'users');
     // Workspace objects with the same id (in this process or another) share the container: the last
-    // one to close removes it.
+    // one to close removes it, with everything running in it (its gateway is not waited for).
     const shared = container !== undefined && (await othersAttached(users, own));
+    await link?.stop({ wait: shared }).catch(() => {});
     await this.detach();
     if (!container || shared) return;
     await container.remove({ force: true }).catch((error: unknown) => {

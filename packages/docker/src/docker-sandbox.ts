@@ -510,22 +510,7 @@ export class DockerSandbox implements Sandbox {
           details: { path: target },
         });
       }
-      // Find the deepest folder that exists; the archive creates the rest.
-      const missing: string[] = [];
-      let base = posix.dirname(target);
-      for (;;) {
-        const info = await this.statHeader(base);
-        if (info) {
-          if (!(info.mode & DIRECTORY_BIT) && !info.linkTarget) {
-            throw new WsError('NOT_A_DIRECTORY', `Writing ${target} failed: ${base} is not a directory`, {
-              details: { path: target },
-            });
-          }
-          break;
-        }
-        missing.unshift(posix.basename(base));
-        base = posix.dirname(base);
-      }
+      const { base, missing } = await this.missingFolders(posix.dirname(target), target);
       const temporary = temporaryBeside(target);
       const commit = await this.prepare(['mv', '-f', '--', temporary, target]);
       const directories = missing.map((_, index) => missing.slice(0, index + 1).join('/'));
@@ -545,6 +530,27 @@ export class DockerSandbox implements Sandbox {
       }
     } catch (error) {
       throw await this.translate(error, `writing ${target}`, target);
+    }
+  }
+
+  /**
+   * The deepest existing folder at or above `folder`, and the names of the folders below it that an
+   * archive must create to make `folder` (outermost first).
+   * @throws WsError `NOT_A_DIRECTORY` when a file stands where a folder should be (`path` is named in it).
+   */
+  private async missingFolders(folder: string, path: string): Promise<{ base: string; missing: string[] }> {
+    const missing: string[] = [];
+    let base = folder;
+    for (;;) {
+      const info = await this.statHeader(base);
+      if (info) {
+        if (!(info.mode & DIRECTORY_BIT) && !info.linkTarget) {
+          throw new WsError('NOT_A_DIRECTORY', `${path}: ${base} is not a directory`, { details: { path } });
+        }
+        return { base, missing };
+      }
+      missing.unshift(posix.basename(base));
+      base = posix.dirname(base);
     }
   }
 

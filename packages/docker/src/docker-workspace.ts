@@ -17,6 +17,13 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   env?: Readonly<Record<string, string>>;
   /** An existing dockerode client (never closed here), or options for a new one. Default: the local engine. */
   client?: Docker | Docker.DockerOptions;
+  /**
+   * The container's network: `'none'` cuts the sandbox off every network (commands, files and MCP
+   * servers over stdio still work: the gateway is reached through a socket), `'bridge'` is Docker's
+   * default bridge, or a user-defined network's name. Fixed when the container is created. Default:
+   * the engine's default (`bridge`), which reaches the internet and the host through the bridge.
+   */
+  network?: 'none' | 'bridge' | (string & {});
   /** Owner tag put on the container's labels (for reaping orphans). Default: `ws`. */
   owner?: string;
   /**
@@ -36,6 +43,7 @@ const DOCKER_KEYS = [
   'volume',
   'env',
   'client',
+  'network',
   'owner',
   'gatewayChannel',
   'hostRuntimeDir',
@@ -61,6 +69,7 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
         volume: options.volume,
         env: options.env,
         client: options.client,
+        network: options.network,
         owner: options.owner,
         gatewayChannel: options.gatewayChannel,
         hostRuntimeDir: options.hostRuntimeDir,
@@ -79,8 +88,17 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
     return this.provider.attachMs;
   }
 
-  /** Milliseconds the gateway took to install and start at the last initialize. */
+  /** Milliseconds the gateway took to start, once it answered (it starts in the background at initialize). */
   get gatewayStartMs(): number | undefined {
     return this.provider.gatewayStartMs;
+  }
+
+  /**
+   * Waits for the in-container gateway (MCP, fast calls), which starts in the background at
+   * `initialize()`: resolves with its start time in milliseconds, or undefined when this workspace
+   * runs none. @throws WsError `BACKEND_UNAVAILABLE` when it cannot start.
+   */
+  gatewayReady(options: { signal?: AbortSignal } = {}): Promise<number | undefined> {
+    return this.provider.gatewayReady(options);
   }
 }

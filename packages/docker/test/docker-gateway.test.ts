@@ -61,6 +61,30 @@ describe.skipIf(problem !== undefined)('docker gateway channels', () => {
     }, 120_000);
   }
 
+  it("cuts the sandbox off the network with network: 'none', and MCP still works", async () => {
+    const workspaceId = `offline-${generateId().slice(0, 6)}`;
+    const workspace = await DockerWorkspace.open({ image, owner, workspaceId, network: 'none' });
+    try {
+      const sandbox = workspace.getSandbox();
+      // Only the loopback interface is there.
+      const interfaces = (
+        await sandbox.exec(['sh', '-c', "tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '"])
+      ).stdoutText
+        .trim()
+        .split('\n');
+      expect(interfaces).toEqual(['lo']);
+      await sandbox.writeFile('server.js', SERVER);
+      await workspace.addMcp({
+        name: 'offline',
+        transport: { type: 'stdio', command: 'node', args: ['server.js'] },
+      });
+      const [client] = await workspace.listMcps();
+      expect((await client!.callTool('host', {})).content[0]).toMatchObject({ type: 'text' });
+    } finally {
+      await workspace.destroy();
+    }
+  }, 120_000);
+
   it('refuses a TCP channel: the gateway listens on a socket or loopback only', async () => {
     let failure: unknown;
     try {

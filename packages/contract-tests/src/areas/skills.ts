@@ -339,7 +339,7 @@ export function skillsArea(context: AreaContext): void {
     conformanceCase(
       context,
       'skills.legacy-layout',
-      'moves skills of the layout before partitions into the seed at initialize',
+      'moves skills of the layout before partitions (no skills/.seed) into the seed at initialize',
       async (test) => {
         const id = context.newId();
         const first = await context.create(id);
@@ -348,12 +348,13 @@ export function skillsArea(context: AreaContext): void {
           test.skip(`the ${first.capabilities.backend} workspace declares persistent: false`);
         }
         await first.initialize();
-        await first
-          .getSandbox()
-          .writeFile(
-            `${first.workdir}/skills/legacy/SKILL.md`,
-            skillMarkdown('old', 'from before partitions'),
-          );
+        // A workdir of the layout before partitions: skills directly under skills/, and no .seed.
+        const sandbox = first.getSandbox();
+        await sandbox.remove(`${first.workdir}/skills/.seed`, { recursive: true, force: true });
+        await sandbox.writeFile(
+          `${first.workdir}/skills/legacy/SKILL.md`,
+          skillMarkdown('old', 'from before partitions'),
+        );
         await first.close();
         const second = await context.create(id);
         try {

@@ -30,13 +30,18 @@ export async function probeNode(
  * Puts the gateway bundle in `home` inside the sandbox under a content-addressed name, writing it only
  * when that file is not there yet. Returns its path.
  */
+/** The content-addressed file name of a gateway bundle (`gateway-<16 hex digits of its SHA-256>.mjs`). */
+export function gatewayBundleName(bundle: Uint8Array): string {
+  return `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`;
+}
+
 export async function installGateway(
   sandbox: CompleteSandbox,
   home: string,
   bundle: Uint8Array,
   options: FileOptions = {},
 ): Promise<string> {
-  const path = posix.join(home, `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`);
+  const path = posix.join(home, gatewayBundleName(bundle));
   if (await sandbox.exists(path, options)) return path;
   await sandbox.writeFile(path, bundle, options);
   return path;

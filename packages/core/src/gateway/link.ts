@@ -46,8 +46,28 @@ export class GatewayLink {
   private starting: Promise<GatewayClient> | undefined;
   private generation = 0;
   private stopped = false;
+  /** A launch aborted by stop(), whose process is being stopped. */
+  private abandoned: Promise<void> | undefined;
+  /** Aborts a launch in flight when the link stops. */
+  private readonly stopping = new AbortController();
+  /** Milliseconds the last successful launch took, from its start to its first healthy answer. */
+  startedMs: number | undefined;
 
   constructor(private readonly launcher: GatewayLauncher) {}
+
+  /** True while a launch is in flight. */
+  get isStarting(): boolean {
+    return this.starting !== undefined;
+  }
+
+  /**
+   * Starts the gateway without waiting for it, so that it is not in the way of the first calls
+   * (which go the backend's direct way meanwhile). A failure is reported by the next `start()`.
+   */
+  startInBackground(): void {
+    if (this.stopped || this.starting || this.client) return;
+    void this.start().catch(() => {});
+  }
 
   /** Which launch is current; MCP sessions of an older launch are gone. */
   get currentGeneration(): number {
@@ -70,7 +90,12 @@ export class GatewayLink {
     return this.starting;
   }
 
-  private async launch(options: { signal?: AbortSignal }): Promise<GatewayClient> {
+  private async launch(callerOptions: { signal?: AbortSignal }): Promise<GatewayClient> {
+    const began = performance.now();
+    const signal = callerOptions.signal
+      ? AbortSignal.any([callerOptions.signal, this.stopping.signal])
+      : this.stopping.signal;
+    const options = { signal };
     if (this.current) await this.current.process.stop().catch(() => {});
     this.current = undefined;
     const token = randomBytes(32).toString('base64url');
@@ -109,14 +134,18 @@ export class GatewayLink {
         await new Promise((resolve) => setTimeout(resolve, attempt < 200 ? 10 : 50));
       }
     } catch (error) {
-      // A launch that fails (or is aborted) leaves nothing running.
+      // A launch that fails (or is aborted) leaves nothing running. Aborted by stop(), the process is
+      // stopped there, as stop() was asked to (waiting for it or not).
       client.close();
-      await process.stop().catch(() => {});
+      const stopped = process.stop().catch(() => {});
+      if (this.stopping.signal.aborted) this.abandoned = stopped;
+      else await stopped;
       throw error;
     }
     this.generation++;
     this.current = { client, process, generation: this.generation };
     this.dead = undefined;
+    this.startedMs = performance.now() - began;
     return client;
   }
 
@@ -149,12 +178,19 @@ export class GatewayLink {
   }
 
   /** Stops the gateway for good. */
-  async stop(): Promise<void> {
+  /**
+   * Stops the gateway for good (idempotent). With `wait: false` it does not wait for the process to
+   * exit: for a sandbox about to be removed with everything in it.
+   */
+  async stop(options: { wait?: boolean } = {}): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     await this.starting?.catch(() => {});
     const current = this.current;
     this.current = undefined;
     current?.client.close();
-    await current?.process.stop();
+    const stopped = Promise.all([this.abandoned, current?.process.stop()]);
+    if (options.wait ?? true) await stopped;
+    else void stopped.catch(() => {});
   }
 }

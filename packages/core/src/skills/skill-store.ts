@@ -228,13 +228,16 @@ export class SkillStore {
   /**
    * Moves skills of the layout before partitions (`skills/<dir>/SKILL.md`) into the seed, and fills an
    * empty seed from `skillPaths`. Idempotent; a skill path without a valid SKILL.md is skipped.
-   * Returns what was skipped and why.
+   * `flatSkills: false` (skills/.seed existed before this initialization, so any flat skills were
+   * moved already) skips looking for them. Returns what was skipped and why.
    */
-  async prepare(options: FileOptions = {}): Promise<string[]> {
+  async prepare(options: FileOptions & { flatSkills?: boolean } = {}): Promise<string[]> {
     const skipped: string[] = [];
     const sandbox = this.sandbox();
     const { skillsDir, skillSeedDir } = this.paths();
-    for (const entry of await sandbox.list(skillsDir, options)) {
+    // The older flat layout (skills/<dir>/SKILL.md) exists only where skills/.seed did not.
+    const flat = options.flatSkills === false ? [] : await sandbox.list(skillsDir, options);
+    for (const entry of flat) {
       if (entry.type !== 'directory' || entry.name.startsWith('.')) continue;
       const legacy = posix.join(skillsDir, entry.name);
       if (await sandbox.exists(posix.join(legacy, SKILL_FILE), options)) {
