@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeUtf8 } from '@ws/core';
+import { decodeUtf8 } from '@ws/core/backend';
 import { LocalWorkspace } from '@ws/local';
 
 interface DemoOptions {

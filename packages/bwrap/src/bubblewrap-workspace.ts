@@ -1,4 +1,5 @@
-import { type CommonWorkspaceOptions, checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core';
+import type { CommonWorkspaceOptions } from '@ws/core';
+import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import { BwrapProvider } from './bwrap-provider.js';
 
 /** Options of {@link BubblewrapWorkspace}. */

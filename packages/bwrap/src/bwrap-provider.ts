@@ -4,28 +4,29 @@ import { existsSync } from 'node:fs';
 import { realpath, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
+import { type CallOptions, WsError } from '@ws/core';
 import {
   assertDeletableHostDir,
-  type CallOptions,
   completeSandbox,
-  type GatewayLauncher,
-  GatewayLink,
-  GatewayMcpConnector,
-  GatewaySandbox,
   hostTag,
   ownedTempDir,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
   privateHostDir,
+  spawnHostProcess,
+  throwIfAborted,
+} from '@ws/core/backend';
+import {
+  type GatewayLauncher,
+  GatewayLink,
+  GatewayMcpConnector,
+  GatewaySandbox,
+  gatewayBundleName,
   probeNode,
   readGatewayAsset,
   sandboxGatewayLauncher,
-  sha256Hex,
-  spawnHostProcess,
-  throwIfAborted,
-  WsError,
-} from '@ws/core';
+} from '@ws/core/gateway';
 import {
   type BwrapMounts,
   BwrapSandbox,
@@ -191,7 +192,7 @@ export class BwrapProvider implements Provider {
     await privateHostDir(runtimeDir);
     const home = await privateHostDir(join(runtimeDir, 'gateway'));
     const bundle = await readGatewayAsset(import.meta.url);
-    const name = `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`;
+    const name = gatewayBundleName(bundle);
     if (!existsSync(join(home, name))) {
       const temporary = join(home, `${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
       await writeFile(temporary, bundle, { mode: 0o644 });

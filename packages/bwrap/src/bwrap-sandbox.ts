@@ -1,21 +1,23 @@
 import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import {
-  createExecResult,
   type ExecOptions,
   type ExecResult,
   type FileOptions,
-  ProcessGroups,
-  resolveSandboxPath,
-  runHostCommand,
   type Sandbox,
   type SandboxCapabilities,
   type SandboxProcess,
   type SpawnOptions,
-  spawnHostProcess,
-  throwIfAborted,
   type WriteOptions,
   WsError,
 } from '@ws/core';
+import {
+  createExecResult,
+  ProcessGroups,
+  resolveSandboxPath,
+  runHostCommand,
+  spawnHostProcess,
+  throwIfAborted,
+} from '@ws/core/backend';
 
 /** Where the workdir appears inside the sandbox. */
 export const SANDBOX_WORKDIR = '/workspace';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { entriesMatching, hostProcessesUsing, registerConformanceSuite } from '@ws/contract-tests';
-import { hostTag } from '@ws/core';
+import { hostTag } from '@ws/core/backend';
 import { afterAll } from 'vitest';
 import { BubblewrapWorkspace, bubblewrapProblem } from '../src/index.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { unifiedDiff } from '../src/index.js';
+import { unifiedDiff } from '../src/internal/tools/diff.js';
 import { applyPatch } from './patch.js';
 
 function random(seed: number) {

@@ -1,15 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type CompleteSandbox,
-  completeSandbox,
-  createBuiltinTools,
-  createExecResult,
-  type FileStat,
-  ReadCache,
-  SearchTools,
-  type Tool,
-  WsError,
-} from '../src/index.js';
+import { completeSandbox, createExecResult } from '../src/backend.js';
+import { type CompleteSandbox, type FileStat, type Tool, WsError } from '../src/index.js';
+import { createBuiltinTools } from '../src/internal/tools/builtin-tools.js';
+import { ReadCache } from '../src/internal/tools/read-cache.js';
+import { SearchTools } from '../src/internal/tools/search-tools.js';
 import { applyPatch } from './patch.js';
 
 // The Edit tool's diff is built from the replacement positions, not from a line diff; this checks it

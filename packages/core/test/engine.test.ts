@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  type CallOptions,
-  createExecResult,
-  type ExecOptions,
-  type Provider,
-  type ProviderSession,
-  type Sandbox,
-  WorkspaceEngine,
-  WsError,
-} from '../src/index.js';
+import { createExecResult, type Provider, type ProviderSession, WorkspaceEngine } from '../src/backend.js';
+import { type CallOptions, type ExecOptions, type Sandbox, WsError } from '../src/index.js';
 
 // A provider whose sandbox records commands; it lets the engine's lifecycle rules be checked on
 // their own, apart from any backend (the backends run the full conformance suite).

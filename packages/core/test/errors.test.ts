@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { abortError, fromErrno, isWsError, throwIfAborted, WsError } from '../src/index.js';
+import { abortError, fromErrno, throwIfAborted } from '../src/backend.js';
+import { isWsError, WsError } from '../src/index.js';
 
 describe('WsError', () => {
   it('carries a code, details and cause', () => {

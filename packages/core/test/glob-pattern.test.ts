@@ -4,7 +4,7 @@ import {
   GLOB_MAX_ALTERNATIVES,
   GLOB_MAX_BRACE_DEPTH,
   GLOB_MAX_PATTERN_LENGTH,
-} from '../src/index.js';
+} from '../src/internal/tools/glob-pattern.js';
 
 const matches = (glob: string, path: string) => compileGlob(glob).test(path);
 const invalidArgument = (message: RegExp) =>

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { generateId, isValidId, MAX_ID_BYTES, validateId } from '../src/index.js';
+import { MAX_ID_BYTES } from '../src/backend.js';
+import { generateId, isValidId, validateId } from '../src/index.js';
 
 describe('validateId', () => {
   it.each([

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkOptionKeys, isWsError } from '../src/index.js';
+import { checkOptionKeys } from '../src/backend.js';
+import { isWsError } from '../src/index.js';
 
 const check = (options: object | undefined) => {
   try {

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { splitLinesKeepEnds } from '../src/tools/text.js';
+import { splitLinesKeepEnds } from '../src/internal/tools/text.js';
 
 export /** Applies a unified diff (as unifiedDiff writes it) to `old`, checking every context and removed line. */
 function applyPatch(old: string, patch: string): string {

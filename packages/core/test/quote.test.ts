@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { shellJoin, shellQuote } from '../src/index.js';
+import { shellJoin, shellQuote } from '../src/backend.js';
 
 const awkward = [
   'plain',

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ChunkQueue, collectBytes, createExecResult, OutputCollector, raceSignal } from '../src/index.js';
+import { ChunkQueue, collectBytes, createExecResult, OutputCollector } from '../src/backend.js';
+import { raceSignal } from '../src/internal/engine-support.js';
 
 const bytes = (...values: number[]) => Uint8Array.from(values);
 

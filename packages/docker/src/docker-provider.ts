@@ -2,27 +2,28 @@ import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix, resolve } from 'node:path';
+import { type CallOptions, WsError } from '@ws/core';
 import {
   assertDeletableHostDir,
-  type CallOptions,
   completeSandbox,
+  layoutPaths,
+  type Provider,
+  type ProviderOpenOptions,
+  type ProviderSession,
+  privateHostDir,
+  shellQuote,
+  throwIfAborted,
+} from '@ws/core/backend';
+import {
   type GatewayLauncher,
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
   gatewayBundleName,
   installGateway,
-  layoutPaths,
-  type Provider,
-  type ProviderOpenOptions,
-  type ProviderSession,
-  privateHostDir,
   readGatewayAsset,
   sandboxGatewayLauncher,
-  shellQuote,
-  throwIfAborted,
-  WsError,
-} from '@ws/core';
+} from '@ws/core/gateway';
 import Docker from 'dockerode';
 import { othersAttached, recordAttachment } from './attachments.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';

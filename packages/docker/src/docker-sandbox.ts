@@ -6,31 +6,33 @@ import { posix } from 'node:path';
 import { type Duplex, Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import {
-  abortError,
-  assertArgv,
-  ChunkQueue,
-  collectBytes,
-  createExecResult,
   DEFAULT_MAX_OUTPUT_BYTES,
   type ExecOptions,
   type ExecResult,
   type FileOptions,
   type FileStat,
-  normalizeInput,
-  OutputCollector,
   type ProcessExit,
   type ReadStreamOptions,
-  resolveSandboxPath,
   type Sandbox,
   type SandboxCapabilities,
   type SandboxProcess,
   type SpawnOptions,
-  stopWithGrace,
-  temporaryBeside,
-  throwIfAborted,
   type WriteOptions,
   WsError,
 } from '@ws/core';
+import {
+  abortError,
+  assertArgv,
+  ChunkQueue,
+  collectBytes,
+  createExecResult,
+  normalizeInput,
+  OutputCollector,
+  resolveSandboxPath,
+  stopWithGrace,
+  temporaryBeside,
+  throwIfAborted,
+} from '@ws/core/backend';
 import type Docker from 'dockerode';
 import { firstTarEntry, type TarOwner, tarOneFile } from './tar.js';
 

@@ -1,4 +1,5 @@
-import { type CommonWorkspaceOptions, checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core';
+import type { CommonWorkspaceOptions } from '@ws/core';
+import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import type Docker from 'dockerode';
 import { containerName, type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
 

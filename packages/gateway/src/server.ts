@@ -2,6 +2,8 @@ import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { realpath } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { posix } from 'node:path';
+import { isWsError, WsError, type WsErrorCode } from '@ws/core';
+import type { McpConnector, McpSession } from '@ws/core/backend';
 import {
   GATEWAY_PROTOCOL_VERSION,
   type GatewayExecFrame,
@@ -10,13 +12,8 @@ import {
   type GatewayHealth,
   type GatewayMcpCall,
   type GatewayMcpConnect,
-  isWsError,
-  type McpConnector,
-  type McpSession,
   normalizeMcpSpec,
-  WsError,
-  type WsErrorCode,
-} from '@ws/core';
+} from '@ws/core/gateway';
 import { LocalSandbox } from '@ws/local/sandbox';
 
 /** Options of {@link createGatewayServer}. */

@@ -3,14 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  GatewayClient,
-  type GatewayLauncher,
-  GatewayLink,
-  GatewaySandbox,
-  isWsError,
-  readText,
-} from '@ws/core';
+import { isWsError } from '@ws/core';
+import { GatewayClient, type GatewayLauncher, GatewayLink, GatewaySandbox, readText } from '@ws/core/gateway';
 import { LocalSandbox } from '@ws/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 

@@ -6,7 +6,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
-} from '@ws/core';
+} from '@ws/core/backend';
 import { LocalSandbox, type LocalSandboxOptions } from './local-sandbox.js';
 import { HostMcpConnector } from './mcp-host-connector.js';
 

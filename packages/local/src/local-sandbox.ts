@@ -22,23 +22,25 @@ import {
   type FileOptions,
   type FileStat,
   type FileType,
-  fromErrno,
   type MkdirOptions,
-  ProcessGroups,
   type ReadStreamOptions,
   type RemoveOptions,
-  resolveSandboxPath,
-  runHostCommand,
   type Sandbox,
   type SandboxCapabilities,
   type SandboxProcess,
   type SpawnOptions,
-  spawnHostProcess,
-  temporaryBeside,
-  throwIfAborted,
   type WriteOptions,
   WsError,
 } from '@ws/core';
+import {
+  fromErrno,
+  ProcessGroups,
+  resolveSandboxPath,
+  runHostCommand,
+  spawnHostProcess,
+  temporaryBeside,
+  throwIfAborted,
+} from '@ws/core/backend';
 
 /** Options of {@link LocalSandbox}. */
 export interface LocalSandboxOptions {

@@ -1,11 +1,6 @@
 import { resolve } from 'node:path';
-import {
-  type CommonWorkspaceOptions,
-  checkOptionKeys,
-  engineOptions,
-  WorkspaceEngine,
-  WsError,
-} from '@ws/core';
+import { type CommonWorkspaceOptions, WsError } from '@ws/core';
+import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import { LocalProvider } from './local-provider.js';
 
 /** Options of {@link LocalWorkspace}. */

@@ -4,19 +4,17 @@ import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotoc
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type McpServerSpec, type ToolResult, WsError } from '@ws/core';
 import {
   abortError,
   type McpCallOptions,
   type McpConnector,
   type McpScopeKey,
-  type McpServerSpec,
   type McpSession,
   type McpToolInfo,
-  type ToolResult,
   throwIfAborted,
   toolResultFromMcp,
-  WsError,
-} from '@ws/core';
+} from '@ws/core/backend';
 
 /** Options of {@link HostMcpConnector}. */
 export interface HostMcpConnectorOptions {

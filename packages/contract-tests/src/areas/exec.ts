@@ -1,4 +1,5 @@
-import { type CompleteSandbox, shellQuote } from '@ws/core';
+import type { CompleteSandbox } from '@ws/core';
+import { shellQuote } from '@ws/core/backend';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { allByteValues, conformanceCase, expectWsError, sameBytes, sleep } from '../harness.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';

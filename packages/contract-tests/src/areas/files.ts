@@ -1,4 +1,5 @@
-import { type CompleteSandbox, collectBytes, completeSandbox, type Sandbox } from '@ws/core';
+import type { CompleteSandbox, Sandbox } from '@ws/core';
+import { collectBytes, completeSandbox } from '@ws/core/backend';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import {
   allByteValues,

@@ -1,4 +1,4 @@
-import { LAYOUT, validateId } from '@ws/core';
+import { validateId } from '@ws/core';
 import { describe, expect } from 'vitest';
 import { conformanceCase, expectWsError, HOSTILE_IDS } from '../harness.js';
 import type { AreaContext } from '../target.js';
@@ -16,14 +16,10 @@ export function layoutArea(context: AreaContext): void {
           await workspace.initialize();
           const sandbox = workspace.getSandbox();
           expect(workspace.workdir.startsWith('/')).toBe(true);
-          for (const dir of [
-            LAYOUT.dataDir,
-            LAYOUT.sessionsDir,
-            `${LAYOUT.skillsDir}/${LAYOUT.skillSeedDir}`,
-          ]) {
+          for (const dir of ['data', 'sessions', 'skills/.seed']) {
             expect((await sandbox.stat(`${workspace.workdir}/${dir}`)).type, dir).toBe('directory');
           }
-          expect(await sandbox.exists(`${workspace.workdir}/${LAYOUT.mcpFile}`)).toBe(false);
+          expect(await sandbox.exists(`${workspace.workdir}/.mcp`)).toBe(false);
         } finally {
           await workspace.close();
         }
@@ -42,13 +38,13 @@ export function layoutArea(context: AreaContext): void {
           test.skip(`the ${first.capabilities.backend} workspace declares persistent: false`);
         }
         await first.initialize();
-        await first.getSandbox().writeFile(`${LAYOUT.sessionsDir}/s/context.jsonl`, '{"a":1}\n');
+        await first.getSandbox().writeFile('sessions/s/context.jsonl', '{"a":1}\n');
         await first.close();
         const second = await context.create(workspaceId);
         try {
           await second.initialize();
           const text = new TextDecoder().decode(
-            await second.getSandbox().readFile(`${LAYOUT.sessionsDir}/s/context.jsonl`),
+            await second.getSandbox().readFile('sessions/s/context.jsonl'),
           );
           expect(text).toBe('{"a":1}\n');
         } finally {

@@ -1,4 +1,5 @@
-import { type CompleteSandbox, isWsError, shellQuote, type Tool } from '@ws/core';
+import { type CompleteSandbox, isWsError, type Tool } from '@ws/core';
+import { shellQuote } from '@ws/core/backend';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { errorText, okText, toolNamed } from '../fixtures.js';
 import { conformanceCase, expectWsError, HOSTILE_NAMES } from '../harness.js';

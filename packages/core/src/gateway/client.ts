@@ -1,8 +1,8 @@
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Duplex } from 'node:stream';
-import { abortError, fromErrno, isWsError, WsError, type WsErrorCode } from '../errors.js';
-import type { Sandbox } from '../sandbox.js';
-import { ChunkQueue } from '../streams.js';
+import { ChunkQueue } from '../backend/streams.js';
+import { abortError, fromErrno, isWsError, WsError, type WsErrorCode } from '../contracts/errors.js';
+import type { Sandbox } from '../contracts/sandbox.js';
 import type { GatewayErrorBody, GatewayHealth } from './protocol.js';
 
 /**

@@ -1,11 +1,18 @@
 import type { IncomingMessage } from 'node:http';
-import { abortError, isWsError, throwIfAborted, WsError } from '../errors.js';
-import { createExecResult, normalizeInput, OutputCollector } from '../exec-result.js';
-import { assertArgv } from '../host-process.js';
-import type { McpCallOptions, McpConnector, McpScopeKey, McpSession, McpToolInfo } from '../mcp/connector.js';
-import type { McpServerSpec } from '../mcp.js';
-import { resolveSandboxPath } from '../paths.js';
-import { completeSandbox } from '../posix-fallbacks.js';
+import { createExecResult, normalizeInput, OutputCollector } from '../backend/exec-result.js';
+import { assertArgv } from '../backend/host-process.js';
+import type {
+  McpCallOptions,
+  McpConnector,
+  McpScopeKey,
+  McpSession,
+  McpToolInfo,
+} from '../backend/mcp-connector.js';
+import { resolveSandboxPath } from '../backend/paths.js';
+import { completeSandbox } from '../backend/posix-fallbacks.js';
+import { collectBytes } from '../backend/streams.js';
+import { abortError, isWsError, throwIfAborted, WsError } from '../contracts/errors.js';
+import type { McpServerSpec } from '../contracts/mcp.js';
 import {
   type CompleteSandbox,
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -22,9 +29,8 @@ import {
   type SandboxProcess,
   type SpawnOptions,
   type WriteOptions,
-} from '../sandbox.js';
-import { collectBytes } from '../streams.js';
-import type { ToolResult } from '../tool.js';
+} from '../contracts/sandbox.js';
+import type { ToolResult } from '../contracts/tool.js';
 import {
   errorFromResponse,
   type GatewayClient,

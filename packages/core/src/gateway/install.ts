@@ -1,7 +1,7 @@
 import { posix } from 'node:path';
-import { WsError } from '../errors.js';
-import type { CompleteSandbox, FileOptions } from '../sandbox.js';
-import { sha256Hex } from '../tools/text.js';
+import { WsError } from '../contracts/errors.js';
+import type { CompleteSandbox, FileOptions } from '../contracts/sandbox.js';
+import { sha256Hex } from '../internal/tools/text.js';
 
 /** The lowest node major version the gateway runs on. */
 export const GATEWAY_MIN_NODE_MAJOR = 18;

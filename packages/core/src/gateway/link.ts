@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { throwIfAborted, WsError } from '../errors.js';
+import { throwIfAborted, WsError } from '../contracts/errors.js';
 import { type GatewayChannel, GatewayClient } from './client.js';
 import { GATEWAY_PROTOCOL_VERSION } from './protocol.js';
 

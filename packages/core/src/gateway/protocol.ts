@@ -1,4 +1,4 @@
-import type { WsErrorCode } from '../errors.js';
+import type { WsErrorCode } from '../contracts/errors.js';
 
 /**
  * The gateway's HTTP API (inside the sandbox, on a unix socket or a loopback port). Everything but

@@ -1,8 +1,8 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { pinnedSocketChannel } from '../host-paths.js';
-import type { Sandbox, SandboxProcess } from '../sandbox.js';
-import { TailBuffer } from '../streams.js';
+import { pinnedSocketChannel } from '../backend/host-paths.js';
+import { TailBuffer } from '../backend/streams.js';
+import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { GatewayChannel } from './client.js';
 import type { GatewayLauncher, LaunchedGateway } from './link.js';
 

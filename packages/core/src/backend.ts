@@ -1,0 +1,54 @@
+/**
+ * `@ws/core/backend`: what a backend author needs besides `@ws/core`. The `Provider` a backend
+ * implements and the `WorkspaceEngine` its public class extends; core's POSIX fallbacks; running
+ * host processes and stopping them; host folders a sandbox must not reach; paths, quoting and ids;
+ * the MCP connector a backend with its own MCP clients supplies. The gateway start-up is in
+ * `@ws/core/gateway`.
+ */
+
+export type { WorkspaceEngineOptions } from './backend/engine.js';
+export { WorkspaceEngine } from './backend/engine.js';
+export type { ExecResultInit } from './backend/exec-result.js';
+export {
+  createExecResult,
+  decodeUtf8,
+  encodeUtf8,
+  normalizeInput,
+  OutputCollector,
+} from './backend/exec-result.js';
+export {
+  assertDeletableHostDir,
+  hostTag,
+  ownedTempDir,
+  pinnedSocketChannel,
+  pinSandboxSocket,
+  privateHostDir,
+} from './backend/host-paths.js';
+export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './backend/host-process.js';
+export {
+  assertArgv,
+  groupAlive,
+  killGroup,
+  ProcessGroups,
+  runHostCommand,
+  spawnHostProcess,
+  stopWithGrace,
+} from './backend/host-process.js';
+export { generateId, isValidId, MAX_ID_BYTES, validateId } from './backend/ids.js';
+export type {
+  McpCallOptions,
+  McpConnector,
+  McpScopeKey,
+  McpSession,
+  McpToolInfo,
+} from './backend/mcp-connector.js';
+export { toolResultFromMcp } from './backend/mcp-convert.js';
+export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './backend/paths.js';
+export { completeSandbox, temporaryBeside } from './backend/posix-fallbacks.js';
+export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
+export { shellJoin, shellQuote } from './backend/quote.js';
+export { ChunkQueue, collectBytes, TailBuffer } from './backend/streams.js';
+export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
+export { checkOptionKeys, engineOptions } from './contracts/workspace-options.js';
+export type { LayoutPaths } from './internal/layout.js';
+export { layoutPaths } from './internal/layout.js';

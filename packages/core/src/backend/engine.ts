@@ -1,0 +1,407 @@
+import { posix } from 'node:path';
+import { fromErrno, isWsError, throwIfAborted, WsError } from '../contracts/errors.js';
+import type { McpClient, McpScope, McpServerSpec } from '../contracts/mcp.js';
+import type { DataBlock, OffloadableToolResult } from '../contracts/offloader.js';
+import type { CompleteSandbox, FileOptions } from '../contracts/sandbox.js';
+import type { Skill, SkillArchive } from '../contracts/skill.js';
+import type { Tool } from '../contracts/tool.js';
+import type {
+  CallOptions,
+  Workspace,
+  WorkspaceCapabilities,
+  WorkspaceState,
+} from '../contracts/workspace.js';
+import type { CommonWorkspaceOptions } from '../contracts/workspace-options.js';
+import { makeDirectories, raceSignal, removeAll } from '../internal/engine-support.js';
+import { DEFAULT_WORKSPACE_INSTRUCTIONS, formatInstructions } from '../internal/instructions.js';
+import { type LayoutPaths, layoutPaths } from '../internal/layout.js';
+import { McpRegistry, type McpStore } from '../internal/mcp/registry.js';
+import { OffloadStore } from '../internal/offload/offloader.js';
+import { SkillStore } from '../internal/skills/skill-store.js';
+import { createBuiltinTools } from '../internal/tools/builtin-tools.js';
+import { ReadCache } from '../internal/tools/read-cache.js';
+import { DEFAULT_MODEL_INPUT_TYPES } from '../internal/tools/read-tool.js';
+import { SearchTools } from '../internal/tools/search-tools.js';
+import { generateId, validateId } from './ids.js';
+import type { McpConnector } from './mcp-connector.js';
+import { completeSandbox } from './posix-fallbacks.js';
+import type { Provider } from './provider.js';
+
+/** Options of {@link WorkspaceEngine}: the common ones plus the backend's provider. */
+export interface WorkspaceEngineOptions<P extends Provider = Provider> extends CommonWorkspaceOptions {
+  /** The backend's provider. */
+  provider: P;
+}
+
+/**
+ * The one implementation of the workspace protocol, shared by every backend. A backend supplies a
+ * {@link Provider}; its public class (`LocalWorkspace`, …) extends this engine.
+ *
+ * Constructing an engine does no I/O. `initialize()` opens the sandbox, lays out the workdir,
+ * restores `.mcp` and seeds skills.
+ */
+export class WorkspaceEngine<P extends Provider = Provider> implements Workspace {
+  /** The workspace id. */
+  readonly id: string;
+  protected readonly provider: P;
+  private readonly instructionsTemplate: string;
+  private currentState: WorkspaceState = 'created';
+  private sandbox: CompleteSandbox | undefined;
+  private mcpConnector: McpConnector | undefined;
+  private openedWorkdir: string | undefined;
+  private initializing: Promise<void> | undefined;
+  private closing: Promise<void> | undefined;
+  private destroying: Promise<void> | undefined;
+  private readonly search: SearchTools;
+  private readonly modelInputTypes: readonly string[];
+  private readonly readCaches = new Map<string, ReadCache>();
+  private readonly offload: OffloadStore;
+  private readonly skills: SkillStore;
+  private readonly mcp: McpRegistry;
+  private seedWarnings: string[] = [];
+
+  /** @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec. */
+  constructor(options: WorkspaceEngineOptions<P>) {
+    this.provider = options.provider;
+    this.id =
+      options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
+    this.instructionsTemplate = options.instructions ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
+    this.search = new SearchTools(options.searchMode ?? 'auto');
+    this.modelInputTypes = [...(options.modelInputTypes ?? DEFAULT_MODEL_INPUT_TYPES)];
+    const sandbox = () => this.liveSandbox();
+    const paths = () => this.paths;
+    this.offload = new OffloadStore(sandbox, paths);
+    this.skills = new SkillStore(sandbox, paths, [...(options.skillPaths ?? [])]);
+    this.mcp = new McpRegistry({
+      connector: () => this.mcpConnector,
+      backend: this.provider.backend,
+      defaults: options.defaultMcps ?? [],
+      maxLiveStateful: options.maxLiveStatefulMcps,
+      store: () => (this.provider.persistent ? this.mcpStore() : undefined),
+    });
+  }
+
+  /**
+   * Constructs a workspace of the class it is called on and initializes it, in one step
+   * (`await LocalWorkspace.open({ hostWorkdir })`). `signal` aborts the initialization.
+   * @throws what the constructor and `initialize()` throw; a failed initialization leaves nothing open.
+   */
+  static async open<W extends Workspace, O>(
+    this: new (
+      options: O,
+    ) => W,
+    options: O & { signal?: AbortSignal },
+  ): Promise<W> {
+    const workspace = new this(options);
+    await workspace.initialize(options.signal ? { signal: options.signal } : {});
+    return workspace;
+  }
+
+  /** Where the workspace is in its life. */
+  get state(): WorkspaceState {
+    return this.currentState;
+  }
+
+  /**
+   * The workdir, as a path inside the sandbox.
+   * @throws WsError `NOT_READY` when the backend only learns it at `initialize()` and that has not run.
+   */
+  get workdir(): string {
+    const workdir = this.openedWorkdir ?? this.provider.expectedWorkdir;
+    if (workdir === undefined)
+      throw new WsError(
+        'NOT_READY',
+        `The ${this.provider.backend} workspace learns its workdir at initialize()`,
+      );
+    return workdir;
+  }
+
+  /** What this workspace can do. `sandbox` lists the natives until `initialize()`, then all operations. */
+  get capabilities(): WorkspaceCapabilities {
+    return {
+      backend: this.provider.backend,
+      persistent: this.provider.persistent,
+      isolation: this.provider.isolation,
+      mcp: this.sandbox ? this.mcpConnector !== undefined : this.provider.mcp,
+      sandbox: this.sandbox?.capabilities ?? {
+        stat: true,
+        list: true,
+        remove: true,
+        mkdir: true,
+        rename: true,
+        readStream: true,
+        writeStream: true,
+        spawn: false,
+      },
+    };
+  }
+
+  /** Problems met at initialize (skill paths skipped, `.mcp` entries dropped) and by MCP connections. */
+  get warnings(): readonly string[] {
+    return [...this.seedWarnings, ...this.mcp.warnings];
+  }
+
+  /** The absolute paths of the workdir's layout entries. */
+  protected get paths(): LayoutPaths {
+    return layoutPaths(this.workdir);
+  }
+
+  async initialize(options: CallOptions = {}): Promise<void> {
+    this.assertNotClosed();
+    throwIfAborted(options.signal);
+    if (this.currentState === 'ready') {
+      if (!this.provider.alive || (await this.provider.alive())) return;
+      await this.reopen();
+    }
+    this.initializing ??= this.runInitialize(options).finally(() => {
+      this.initializing = undefined;
+    });
+    await raceSignal(this.initializing, options.signal);
+  }
+
+  private async runInitialize(options: CallOptions): Promise<void> {
+    this.currentState = 'initializing';
+    try {
+      const session = await this.provider.open({ ...options, workspaceId: this.id });
+      this.sandbox = completeSandbox(session.sandbox);
+      this.mcpConnector = session.mcp;
+      this.openedWorkdir = session.workdir;
+      throwIfAborted(options.signal);
+      // A workdir without skills/.seed may hold skills of the older flat layout, moved in by prepare.
+      // Looked at only where looking costs less than the listing it saves.
+      const flatSkills =
+        !this.sandbox.native.stat || !(await this.sandbox.exists(this.paths.skillSeedDir, options));
+      await this.layOut(options);
+      await this.mcp.restore();
+      this.seedWarnings = await this.skills.prepare({ ...options, flatSkills });
+      throwIfAborted(options.signal);
+      this.currentState = 'ready';
+    } catch (error) {
+      this.sandbox = undefined;
+      this.mcpConnector = undefined;
+      this.openedWorkdir = undefined;
+      await this.provider.close({}).catch(() => {});
+      this.currentState = 'created';
+      throw isWsError(error)
+        ? error
+        : fromErrno(error, `Initializing the ${this.provider.backend} workspace failed`);
+    }
+  }
+
+  /** Forgets a sandbox the backend lost (a container removed from outside) so `initialize()` opens a new one. */
+  private async reopen(): Promise<void> {
+    if (this.currentState !== 'ready') return;
+    this.currentState = 'initializing';
+    await this.mcp.closeAll().catch(() => {});
+    await this.provider.close({}).catch(() => {});
+    this.skills.forgetEquipped();
+    this.sandbox = undefined;
+    this.mcpConnector = undefined;
+    this.currentState = 'created';
+  }
+
+  async close(options: CallOptions = {}): Promise<void> {
+    if (this.currentState === 'closed') return;
+    this.closing ??= this.runClose(options);
+    await this.closing;
+  }
+
+  private async runClose(options: CallOptions): Promise<void> {
+    if (this.initializing) await this.initializing.catch(() => {});
+    const wasOpen = this.currentState === 'ready';
+    this.currentState = 'closing';
+    try {
+      if (wasOpen) {
+        await this.mcp.closeAll().catch(() => {});
+        await this.provider.close(options);
+      }
+    } finally {
+      this.skills.forgetEquipped();
+      this.sandbox = undefined;
+      this.mcpConnector = undefined;
+      this.currentState = 'closed';
+    }
+  }
+
+  async reset(options: CallOptions = {}): Promise<void> {
+    const sandbox = this.requireSandbox();
+    throwIfAborted(options.signal);
+    await this.mcp.clear();
+    this.skills.forgetEquipped();
+    for (const cache of this.readCaches.values()) cache.forget();
+    const { mcpFile, skillsDir, sessionsDir, dataDir } = this.paths;
+    await removeAll(sandbox, [mcpFile, skillsDir, sessionsDir, dataDir], options);
+    await this.layOut(options);
+  }
+
+  async destroy(options: CallOptions = {}): Promise<void> {
+    this.destroying ??= (async () => {
+      await this.close(options);
+      await this.provider.destroy({ ...options, workspaceId: this.id });
+    })();
+    await this.destroying;
+  }
+
+  /**
+   * The built-in tools, bound to this workspace. Each call returns fresh tool objects; tools of the
+   * same `agentId` (default: a shared one) share one read-before-edit memory.
+   * @throws WsError `NOT_READY` before initialize, `DISPOSED` after close.
+   */
+  async listTools(options: { agentId?: string } & CallOptions = {}): Promise<Tool[]> {
+    this.requireSandbox();
+    throwIfAborted(options.signal);
+    const agentKey = options.agentId === undefined ? '' : validateId(options.agentId, 'agentId');
+    let readCache = this.readCaches.get(agentKey);
+    if (!readCache) {
+      readCache = new ReadCache();
+      this.readCaches.set(agentKey, readCache);
+    }
+    return createBuiltinTools({
+      sandbox: () => this.requireSandbox(),
+      workdir: this.workdir,
+      readCache,
+      search: this.search,
+      modelInputTypes: this.modelInputTypes,
+    });
+  }
+
+  async listMcps(scope: McpScope & CallOptions = {}): Promise<McpClient[]> {
+    this.requireSandbox();
+    return this.mcp.list(scope, signalOf(scope));
+  }
+
+  async addMcp(spec: McpServerSpec, scope: McpScope & CallOptions = {}): Promise<void> {
+    this.requireSandbox();
+    throwIfAborted(scope.signal);
+    await this.mcp.add(spec, scope, signalOf(scope));
+  }
+
+  async removeMcp(name: string, scope: McpScope & CallOptions = {}): Promise<void> {
+    this.requireSandbox();
+    throwIfAborted(scope.signal);
+    await this.mcp.remove(name, scope);
+  }
+
+  async listSkills(options: { agentId?: string } & CallOptions = {}): Promise<Skill[]> {
+    this.requireSandbox();
+    return this.skills.list(options);
+  }
+
+  async addSkill(
+    source: string | SkillArchive,
+    options: { agentId?: string; maxExtractedBytes?: number } & CallOptions = {},
+  ): Promise<Skill> {
+    this.requireSandbox();
+    return this.skills.add(source, options);
+  }
+
+  async removeSkill(name: string, options: { agentId?: string } & CallOptions = {}): Promise<void> {
+    this.requireSandbox();
+    await this.skills.remove(name, options);
+  }
+
+  /** Closes the scope's MCP connections, drops its declarations, and deletes `sessions/<sessionId>`. */
+  async purgeSession(scope: McpScope & CallOptions): Promise<void> {
+    const sandbox = this.requireSandbox();
+    throwIfAborted(scope.signal);
+    await this.mcp.purge(scope);
+    if (scope.sessionId) {
+      const directory = posix.join(this.paths.sessionsDir, validateId(scope.sessionId, 'sessionId'));
+      await sandbox.remove(directory, { recursive: true, force: true, ...signalOf(scope) });
+    }
+  }
+
+  /** Deletes the agent's skill partition; its next skill call copies the seed again. */
+  async purgeAgent(options: { agentId: string } & CallOptions): Promise<void> {
+    this.requireSandbox();
+    throwIfAborted(options.signal);
+    await this.skills.purgeAgent(options.agentId, options);
+  }
+
+  async offloadData(block: DataBlock, options: FileOptions = {}): Promise<DataBlock> {
+    this.requireSandbox();
+    return this.offload.offloadData(block, options);
+  }
+
+  async offloadContext(
+    sessionId: string,
+    messages: readonly unknown[],
+    options: FileOptions = {},
+  ): Promise<string> {
+    this.requireSandbox();
+    return this.offload.offloadContext(sessionId, messages, options);
+  }
+
+  async offloadToolResult(
+    sessionId: string,
+    result: OffloadableToolResult,
+    options: FileOptions = {},
+  ): Promise<string> {
+    this.requireSandbox();
+    return this.offload.offloadToolResult(sessionId, result, options);
+  }
+
+  getInstructions(): string {
+    const workdir = this.openedWorkdir ?? this.provider.expectedWorkdir ?? '<assigned at initialize>';
+    return formatInstructions(this.instructionsTemplate, { backend: this.provider.description, workdir });
+  }
+
+  getSandbox(): CompleteSandbox {
+    return this.requireSandbox();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  /**
+   * The live sandbox.
+   * @throws WsError `DISPOSED` after close, `NOT_READY` before initialize.
+   */
+  protected requireSandbox(): CompleteSandbox {
+    this.assertNotClosed();
+    if (this.currentState !== 'ready' || !this.sandbox) {
+      throw new WsError('NOT_READY', `The workspace ${this.id} is not initialized; call initialize() first`);
+    }
+    return this.sandbox;
+  }
+
+  /** The open sandbox for the subsystems, which also run while `initialize()` is in progress. */
+  private liveSandbox(): CompleteSandbox {
+    this.assertNotClosed();
+    if (!this.sandbox)
+      throw new WsError('NOT_READY', `The workspace ${this.id} is not initialized; call initialize() first`);
+    return this.sandbox;
+  }
+
+  /** @throws WsError `DISPOSED` once `close()` has started. */
+  protected assertNotClosed(): void {
+    if (this.currentState === 'closed' || this.currentState === 'closing') {
+      throw new WsError('DISPOSED', `The workspace ${this.id} is closed`);
+    }
+  }
+
+  private mcpStore(): McpStore {
+    return {
+      load: async () => {
+        try {
+          return new TextDecoder().decode(await this.liveSandbox().readFile(this.paths.mcpFile));
+        } catch (error) {
+          if (isWsError(error, 'NOT_FOUND')) return undefined;
+          throw error;
+        }
+      },
+      // A write replaces a file whole: a reader sees the old file or the new, never half.
+      save: (text) => this.liveSandbox().writeFile(this.paths.mcpFile, text),
+    };
+  }
+
+  private async layOut(options: CallOptions): Promise<void> {
+    const { workdir, dataDir, skillSeedDir, sessionsDir } = this.paths;
+    await makeDirectories(this.liveSandbox(), [workdir, dataDir, skillSeedDir, sessionsDir], options);
+  }
+}
+
+function signalOf(options: CallOptions): { signal?: AbortSignal } {
+  return options.signal ? { signal: options.signal } : {};
+}

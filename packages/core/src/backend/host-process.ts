@@ -1,0 +1,504 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { stat } from 'node:fs/promises';
+import { constants as osConstants } from 'node:os';
+import type { Readable, Writable } from 'node:stream';
+import { abortError, fromErrno, WsError } from '../contracts/errors.js';
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecInput,
+  type ExecResult,
+  type OutputListener,
+  type ProcessExit,
+  type SandboxProcess,
+} from '../contracts/sandbox.js';
+import { createExecResult, normalizeInput, OutputCollector } from './exec-result.js';
+
+/**
+ * Running argv as host processes, each in its own process group, is what both the local and the
+ * bubblewrap backends do; this module does it once for both.
+ */
+
+/** Options of {@link runHostCommand}. `cwd` and `env` are final: nothing is resolved or merged here. */
+export interface HostCommandOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  stdin?: ExecInput | undefined;
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+  onStdout?: OutputListener | undefined;
+  onStderr?: OutputListener | undefined;
+  maxOutputBytes?: number | undefined;
+  /** Time between SIGTERM and SIGKILL when a command is stopped. Default 2 000 ms. */
+  killGraceMs?: number | undefined;
+  /** Called with the child once it started, so an owner can kill it at shutdown. */
+  track?: ((group: ProcessGroup) => () => void) | undefined;
+}
+
+/** A started process group that an owner may stop. */
+export interface ProcessGroup {
+  stop(): Promise<void>;
+  /** False once the group has no process left (then its owner may forget it). */
+  alive?(): boolean;
+}
+
+// After the direct child exits, its pipes may still be held open by a background grandchild (`cmd &`).
+// The result waits while output keeps coming, and stops waiting after this long without any.
+const PIPE_IDLE_AFTER_EXIT_MS = 200;
+const DEFAULT_KILL_GRACE_MS = 2_000;
+
+/** Checks an argv: non-empty, strings only, no NUL. */
+export function assertArgv(argv: readonly string[]): void {
+  if (!Array.isArray(argv) || argv.length === 0) {
+    throw new WsError('INVALID_ARGUMENT', 'argv must be a non-empty array of strings');
+  }
+  for (const [index, argument] of argv.entries()) {
+    if (typeof argument !== 'string') {
+      throw new WsError('INVALID_ARGUMENT', `argv[${index}] must be a string`, { details: { index } });
+    }
+    if (argument.includes('\0')) {
+      throw new WsError('INVALID_ARGUMENT', `argv[${index}] contains a NUL byte`, { details: { index } });
+    }
+  }
+  if (argv[0] === '') throw new WsError('INVALID_ARGUMENT', 'argv[0] must not be empty');
+}
+
+/** True while the process group led by `pid` has a process in it. */
+export function groupAlive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(-pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Resolves once the group led by `pid` has no process left (polled), or after `limitMs`. */
+function groupEmptied(pid: number | undefined, limitMs: number): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  return new Promise((resolve) => {
+    const poll = () => {
+      if (!groupAlive(pid) || Date.now() >= deadline) resolve();
+      else setTimeout(poll, 25).unref();
+    };
+    poll();
+  });
+}
+
+/** Sends `signal` to the process group led by `pid`, ignoring a group that is already gone. */
+export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: the group has already exited.
+  }
+}
+
+/**
+ * Stops a process the way every backend does: `send('TERM')` now, `send('KILL')` once `graceMs` pass
+ * without `exited` settling, and `send('KILL')` after it settles too, so that members of a process
+ * group that ignore SIGTERM do not outlive their leader. Resolves once the process exited or was
+ * sent SIGKILL. `send` may be asynchronous (a signal sent through another command).
+ */
+export function stopWithGrace(
+  send: (signal: 'TERM' | 'KILL') => unknown,
+  exited: Promise<unknown>,
+  graceMs: number,
+): Promise<void> {
+  const deliver = (signal: 'TERM' | 'KILL') => Promise.resolve(send(signal)).catch(() => {});
+  const terminated = deliver('TERM');
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      void terminated.then(() => deliver('KILL')).then(() => resolve());
+    }, graceMs);
+    timer.unref();
+    exited.then(
+      () => {
+        clearTimeout(timer);
+        void terminated.then(() => deliver('KILL')).then(() => resolve());
+      },
+      () => {},
+    );
+  });
+}
+
+/** SIGTERM to the group now, SIGKILL after `graceMs` unless it exits first (and SIGKILL after). */
+function terminateGroup(pid: number | undefined, exited: Promise<unknown>, graceMs: number): Promise<void> {
+  return stopWithGrace((signal) => killGroup(pid, `SIG${signal}`), exited, graceMs);
+}
+
+/**
+ * The process groups one sandbox started and has not seen exit, so that closing it stops them all.
+ * Pass `track` as {@link HostCommandOptions.track} / {@link HostSpawnOptions.track}.
+ */
+export class ProcessGroups {
+  private readonly groups = new Set<ProcessGroup>();
+
+  /** Remembers a group until the function it returns is called (or the group is found empty). */
+  readonly track = (group: ProcessGroup): (() => void) => {
+    for (const known of this.groups) if (known.alive?.() === false) this.groups.delete(known);
+    this.groups.add(group);
+    return () => this.groups.delete(group);
+  };
+
+  /** Stops every remembered group (SIGTERM, then SIGKILL after the grace time) and forgets them. */
+  async stopAll(): Promise<void> {
+    const groups = [...this.groups];
+    this.groups.clear();
+    await Promise.all(groups.map((group) => group.stop()));
+  }
+}
+
+function signalNumber(signal: NodeJS.Signals | null): number | undefined {
+  return signal ? (osConstants.signals as Record<string, number>)[signal] : undefined;
+}
+
+async function pumpInput(child: ChildProcess, input: ExecInput | undefined): Promise<void> {
+  const stdin = child.stdin;
+  if (!stdin) return;
+  stdin.on('error', () => {
+    // EPIPE: the process exited without reading all of its input; that is its business.
+  });
+  if (input === undefined) {
+    stdin.end();
+    return;
+  }
+  const normalized = normalizeInput(input);
+  if (normalized instanceof Uint8Array) {
+    stdin.end(normalized);
+    return;
+  }
+  for await (const chunk of normalized) {
+    if (stdin.destroyed || stdin.writableEnded) return;
+    if (!stdin.write(chunk)) await waitForDrain(stdin);
+  }
+  stdin.end();
+}
+
+function waitForDrain(stream: Writable): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off('drain', done);
+      stream.off('close', done);
+      stream.off('error', done);
+      resolve();
+    };
+    stream.on('drain', done);
+    stream.on('close', done);
+    stream.on('error', done);
+  });
+}
+
+interface StreamReader {
+  collector: OutputCollector;
+  lastActivity: number;
+  paused: boolean;
+  ended: boolean;
+  listenerError?: unknown;
+}
+
+function readStream(
+  stream: Readable | null,
+  limit: number,
+  listener: OutputListener | undefined,
+  onListenerError: (error: unknown) => void,
+): StreamReader {
+  const reader: StreamReader = {
+    collector: new OutputCollector(limit),
+    lastActivity: Date.now(),
+    paused: false,
+    ended: stream === null,
+  };
+  if (!stream) return reader;
+  stream.on('data', (chunk: Buffer) => {
+    reader.lastActivity = Date.now();
+    reader.collector.push(chunk);
+    if (!listener) return;
+    let pending: void | Promise<void>;
+    try {
+      pending = listener(chunk);
+    } catch (error) {
+      onListenerError(error);
+      return;
+    }
+    if (pending && typeof pending.then === 'function') {
+      reader.paused = true;
+      stream.pause();
+      pending.then(
+        () => {
+          reader.paused = false;
+          reader.lastActivity = Date.now();
+          stream.resume();
+        },
+        (error: unknown) => onListenerError(error),
+      );
+    }
+  });
+  const finish = () => {
+    reader.ended = true;
+  };
+  stream.on('end', finish);
+  stream.on('close', finish);
+  stream.on('error', finish);
+  return reader;
+}
+
+/**
+ * Runs `argv` as a host process in a new process group and resolves with its result. Output is capped
+ * while it is read; a timeout or an abort kills the whole group (SIGTERM, then SIGKILL after
+ * `killGraceMs`). A missing executable is a result with exit code 127, not an exception.
+ *
+ * @throws WsError `INVALID_ARGUMENT` for a bad argv, `NOT_FOUND` / `NOT_A_DIRECTORY` for a bad `cwd`,
+ *   `ABORTED` when `signal` fires.
+ */
+export async function runHostCommand(
+  argv: readonly string[],
+  options: HostCommandOptions,
+): Promise<ExecResult> {
+  assertArgv(argv);
+  if (options.signal?.aborted) throw abortError(options.signal);
+  const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const [command, ...args] = argv as [string, ...string[]];
+
+  let child: ChildProcess;
+  try {
+    child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+  } catch (error) {
+    throw fromErrno(error, `Starting ${command} failed`);
+  }
+
+  let failure: unknown;
+  let stopping: Promise<void> | undefined;
+  let timedOut = false;
+  let aborted = false;
+  const exited = new Promise<
+    { code: number | null; signal: NodeJS.Signals | null } | { error: NodeJS.ErrnoException }
+  >((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      if (child.pid === undefined) resolve({ error });
+    });
+  });
+  const stop = (): Promise<void> => {
+    stopping ??= terminateGroup(child.pid, exited, graceMs);
+    return stopping;
+  };
+  const onListenerError = (error: unknown) => {
+    failure ??= error;
+    void stop();
+  };
+  const stdout = readStream(child.stdout, limit, options.onStdout, onListenerError);
+  const stderr = readStream(child.stderr, limit, options.onStderr, onListenerError);
+
+  const untrack = options.track?.({ stop });
+  const onAbort = () => {
+    aborted = true;
+    void stop();
+  };
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  const timer =
+    options.timeoutMs !== undefined && options.timeoutMs >= 0
+      ? setTimeout(() => {
+          timedOut = true;
+          void stop();
+        }, options.timeoutMs)
+      : undefined;
+
+  pumpInput(child, options.stdin).catch((error: unknown) => {
+    failure ??= error;
+    void stop();
+  });
+
+  try {
+    const outcome = await exited;
+    if ('error' in outcome) return await spawnFailure(command, options.cwd, outcome.error);
+    await drainAfterExit(child, [stdout, stderr]);
+    if (stopping) await stopping;
+    if (aborted) throw abortError(options.signal);
+    if (failure !== undefined) throw fromErrno(failure, `Running ${command} failed`);
+    const signalNo = signalNumber(outcome.signal);
+    const exitCode = timedOut ? -1 : (outcome.code ?? (signalNo !== undefined ? 128 + signalNo : -1));
+    return createExecResult({
+      exitCode,
+      stdout: stdout.collector.bytes(),
+      stderr: stderr.collector.bytes(),
+      timedOut,
+      truncated: stdout.collector.truncated || stderr.collector.truncated,
+      signal: outcome.signal ?? undefined,
+    });
+  } finally {
+    if (timer) clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+    untrack?.();
+    // Processes the command left running in its group (`cmd &`) are its owner's until they end:
+    // stopping them waits for the group to empty, not for the leader, who is gone.
+    if (options.track && groupAlive(child.pid)) {
+      const pid = child.pid;
+      options.track({
+        stop: () =>
+          stopWithGrace((signal) => killGroup(pid, `SIG${signal}`), groupEmptied(pid, graceMs), graceMs),
+        alive: () => groupAlive(pid),
+      });
+    }
+  }
+}
+
+/**
+ * Waits for the output pipes to close after the process exited. They normally close at once; when a
+ * background grandchild still holds them, the wait ends once no output came for a while.
+ */
+async function drainAfterExit(child: ChildProcess, readers: StreamReader[]): Promise<void> {
+  if (readers.every((reader) => reader.ended)) return;
+  let timer: NodeJS.Timeout | undefined;
+  const closed = new Promise<void>((resolve) => {
+    const check = () => {
+      if (readers.every((reader) => reader.ended)) resolve();
+    };
+    child.stdout?.once('close', check);
+    child.stderr?.once('close', check);
+  });
+  const idle = new Promise<void>((resolve) => {
+    const poll = () => {
+      const quiet = readers.every(
+        (reader) =>
+          reader.ended || (!reader.paused && Date.now() - reader.lastActivity >= PIPE_IDLE_AFTER_EXIT_MS),
+      );
+      if (quiet) {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve();
+      } else timer = setTimeout(poll, PIPE_IDLE_AFTER_EXIT_MS / 4);
+    };
+    timer = setTimeout(poll, PIPE_IDLE_AFTER_EXIT_MS / 4);
+  });
+  await Promise.race([closed, idle]);
+  if (timer) clearTimeout(timer);
+}
+
+async function spawnFailure(command: string, cwd: string, error: NodeJS.ErrnoException): Promise<ExecResult> {
+  if (error.code === 'ENOENT') {
+    const cwdStat = await stat(cwd).catch(() => undefined);
+    if (!cwdStat)
+      throw new WsError('NOT_FOUND', `The working directory ${cwd} does not exist`, {
+        cause: error,
+        details: { cwd },
+      });
+    if (!cwdStat.isDirectory())
+      throw new WsError('NOT_A_DIRECTORY', `The working directory ${cwd} is not a directory`, {
+        cause: error,
+        details: { cwd },
+      });
+    return createExecResult({
+      exitCode: 127,
+      stderr: new TextEncoder().encode(`${command}: command not found\n`),
+    });
+  }
+  if (error.code === 'EACCES' || error.code === 'ENOEXEC' || error.code === 'EISDIR') {
+    return createExecResult({
+      exitCode: 126,
+      stderr: new TextEncoder().encode(`${command}: cannot execute: ${error.message}\n`),
+    });
+  }
+  throw fromErrno(error, `Starting ${command} failed`);
+}
+
+/** Options of {@link spawnHostProcess}. */
+export interface HostSpawnOptions {
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal | undefined;
+  killGraceMs?: number | undefined;
+  track?: ((group: ProcessGroup) => () => void) | undefined;
+}
+
+/**
+ * Starts a long-lived host process in its own process group with piped stdio.
+ * @throws WsError `NOT_FOUND` when the executable or `cwd` is missing.
+ */
+export async function spawnHostProcess(
+  argv: readonly string[],
+  options: HostSpawnOptions,
+): Promise<SandboxProcess> {
+  assertArgv(argv);
+  if (options.signal?.aborted) throw abortError(options.signal);
+  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  const [command, ...args] = argv as [string, ...string[]];
+  const child = spawn(command, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('spawn', () => resolve());
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      if (child.pid !== undefined) return;
+      if (error.code === 'ENOENT') {
+        reject(
+          new WsError(
+            'NOT_FOUND',
+            `Cannot start ${command}: the executable or the working directory ${options.cwd} does not exist`,
+            { cause: error },
+          ),
+        );
+      } else {
+        reject(fromErrno(error, `Starting ${command} failed`));
+      }
+    });
+  });
+  const stdin = child.stdin!;
+  stdin.on('error', () => {});
+  const exited = new Promise<ProcessExit>((resolve) => {
+    child.once('exit', (code, signal) => {
+      const signalNo = signalNumber(signal);
+      resolve({
+        exitCode: code ?? (signalNo !== undefined ? 128 + signalNo : -1),
+        signal: signal ?? undefined,
+      });
+    });
+  });
+  let stopping: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopping ??= terminateGroup(child.pid, exited, graceMs);
+    return stopping;
+  };
+  const untrack = options.track?.({ stop });
+  void exited.then(() => untrack?.());
+  const onAbort = () => void stop();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+  return {
+    pid: child.pid,
+    stdout: child.stdout! as AsyncIterable<Uint8Array>,
+    stderr: child.stderr! as AsyncIterable<Uint8Array>,
+    write(chunk: Uint8Array | string): Promise<void> {
+      return new Promise((resolve, reject) => {
+        if (stdin.destroyed || stdin.writableEnded) {
+          reject(new WsError('CONFLICT', 'The process no longer accepts input'));
+          return;
+        }
+        stdin.write(chunk, (error) =>
+          error ? reject(fromErrno(error, 'Writing to the process failed')) : resolve(),
+        );
+      });
+    },
+    async closeStdin(): Promise<void> {
+      if (!stdin.writableEnded) stdin.end();
+    },
+    async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+      killGroup(child.pid, signal);
+    },
+    exited,
+    async [Symbol.asyncDispose](): Promise<void> {
+      await stop();
+      await exited;
+    },
+  };
+}

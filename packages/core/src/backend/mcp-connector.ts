@@ -1,0 +1,52 @@
+import type { McpServerSpec } from '../contracts/mcp.js';
+import type { JsonSchema, ToolResult } from '../contracts/tool.js';
+
+/** A tool as an MCP server lists it. */
+export interface McpToolInfo {
+  readonly name: string;
+  readonly title?: string;
+  readonly description?: string;
+  readonly inputSchema?: JsonSchema;
+  readonly annotations?: {
+    readonly title?: string;
+    readonly readOnlyHint?: boolean;
+    readonly destructiveHint?: boolean;
+    readonly idempotentHint?: boolean;
+    readonly openWorldHint?: boolean;
+  };
+}
+
+/** Options of {@link McpSession.callTool}. */
+export interface McpCallOptions {
+  /** This call's own time limit in milliseconds; none when undefined. */
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** One open connection to one MCP server, for one (agent, session) scope. */
+export interface McpSession {
+  /** The server's tools, unfiltered (every page). */
+  listTools(options?: { signal?: AbortSignal }): Promise<McpToolInfo[]>;
+  /**
+   * Calls a tool. A tool's own failure is a result with `isError`; a transport failure or a timeout
+   * throws a WsError (`TIMEOUT`, `BACKEND_UNAVAILABLE`, …); an abort throws `ABORTED`.
+   */
+  callTool(name: string, input: Record<string, unknown>, options?: McpCallOptions): Promise<ToolResult>;
+  /** Closes the connection (and stops a stdio server). Idempotent. */
+  close(): Promise<void>;
+}
+
+/** The (agent, session) pair a connection belongs to; `''` is the shared scope. */
+export interface McpScopeKey {
+  readonly agentId: string;
+  readonly sessionId: string;
+}
+
+/**
+ * Where MCP servers run: on the host (`@ws/local`) or inside the sandbox behind the gateway. The engine
+ * asks its provider for one; the registry uses it for every connection.
+ */
+export interface McpConnector {
+  /** Connects to one server for one scope and lists its tools once (so a broken server fails here). */
+  connect(spec: McpServerSpec, scope: McpScopeKey, options?: { signal?: AbortSignal }): Promise<McpSession>;
+}

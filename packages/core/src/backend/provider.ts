@@ -1,0 +1,47 @@
+import type { Sandbox } from '../contracts/sandbox.js';
+import type { CallOptions, IsolationLevel } from '../contracts/workspace.js';
+import type { McpConnector } from './mcp-connector.js';
+
+/** Options of {@link Provider.open} and {@link Provider.destroy}. */
+export interface ProviderOpenOptions extends CallOptions {
+  /** The workspace's id (validated as one path segment): what the backend names and labels things by. */
+  readonly workspaceId: string;
+}
+
+/** What a provider hands the engine once its sandbox is up. */
+export interface ProviderSession {
+  /** The sandbox; core completes it with POSIX fallbacks. */
+  readonly sandbox: Sandbox;
+  /** The workdir inside the sandbox (absolute). */
+  readonly workdir: string;
+  /** Where this backend runs MCP servers now; absent when it cannot (MCP calls then fail with `CAPABILITY_UNSUPPORTED`). */
+  readonly mcp?: McpConnector | undefined;
+}
+
+/**
+ * One backend's lifecycle: creates or re-attaches the sandbox for a workspace id and tears it down.
+ * The engine calls `open` once per initialization and `close` or `destroy` once at the end.
+ */
+export interface Provider {
+  /** The backend's name (`"local"`). */
+  readonly backend: string;
+  /** How the backend is described to the model (`"local"`, `"Docker-based"`). */
+  readonly description: string;
+  /** The workdir as known before `open` (some backends learn it only then). */
+  readonly expectedWorkdir: string | undefined;
+  readonly persistent: boolean;
+  readonly isolation: IsolationLevel;
+  /** Whether this backend can run MCP servers (before `open`; the session's `mcp` is the final word). */
+  readonly mcp: boolean;
+  /** Creates or re-attaches the sandbox of the workspace `options.workspaceId`. */
+  open(options: ProviderOpenOptions): Promise<ProviderSession>;
+  /** Releases the sandbox; a persistent backend keeps the files. Must tolerate a half-open state. */
+  close(options: CallOptions): Promise<void>;
+  /**
+   * Whether the sandbox of the last `open` still exists (a container removed from outside does not).
+   * When it answers false, `initialize()` on a ready workspace opens the sandbox again.
+   */
+  alive?(): Promise<boolean>;
+  /** Deletes everything the provider owns for the workspace `options.workspaceId`. Called after `close`. */
+  destroy(options: ProviderOpenOptions): Promise<void>;
+}
