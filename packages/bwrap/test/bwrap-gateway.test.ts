@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BubblewrapWorkspace, bubblewrapProblem } from '../src/index.js';
 
 const problem = bubblewrapProblem();
+if (problem) console.warn(`[bwrap-gateway] skipped: ${problem}`);
 const base = mkdtempSync(join(tmpdir(), 'ws-bwrap-gw-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 

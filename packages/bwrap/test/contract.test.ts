@@ -68,3 +68,17 @@ await registerConformanceSuite({
       gateway: false,
     }),
 });
+
+// The same suite on a temporary workdir (no hostWorkdir): nothing outlives close(), and the cases
+// that need files to persist say so and skip.
+await registerConformanceSuite({
+  name: 'bwrap (temporary workdir)',
+  skipReason: () => bubblewrapProblem(),
+  leftovers: async (workspaceId) => [
+    ...(await hostProcessesUsing(join(tmpdir(), `ws-bwrap-${hostTag(workspaceId)}-`))),
+    ...(await entriesMatching(tmpdir(), new RegExp(`^ws-bwrap-${hostTag(workspaceId)}-`))),
+    ...(await entriesMatching(cache, new RegExp(`^run-${hostTag(workspaceId)}-`))),
+  ],
+  create: ({ workspaceId, ...options }) =>
+    new BubblewrapWorkspace({ ...options, hostRuntimeDir: cache, workspaceId }),
+});

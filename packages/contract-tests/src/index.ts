@@ -10,6 +10,7 @@ import { offloadArea } from './areas/offload.js';
 import { securityBoundaryArea } from './areas/security-boundary.js';
 import { securityIntegrityArea } from './areas/security-integrity.js';
 import { skillsArea } from './areas/skills.js';
+import { spawnArea } from './areas/spawn.js';
 import { toolsBashArea } from './areas/tools-bash.js';
 import { toolsFilesArea } from './areas/tools-files.js';
 import { toolsSearchArea } from './areas/tools-search.js';
@@ -29,6 +30,7 @@ export type { AreaContext, ChildProcessTarget, ConformanceTarget, WorkspaceUnder
 /** The conformance areas, in the order they run. */
 export const CONFORMANCE_AREAS = [
   'exec',
+  'spawn',
   'files',
   'lifecycle',
   'layout',
@@ -81,6 +83,7 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
       await Promise.allSettled(created.map((workspace) => workspace.close()));
     }, context.caseTimeoutMs);
     execArea(context);
+    spawnArea(context);
     filesArea(context);
     lifecycleArea(context);
     lifecycleLeftoversArea(context);

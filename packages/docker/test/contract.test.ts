@@ -37,6 +37,18 @@ async function leftovers(workspaceId: string): Promise<string[]> {
 
 afterAll(async () => {
   await removeOwnedContainers(owner).catch(() => []);
+  // The named-volume run's volumes (destroy() removes them; a failed case may not have got there).
+  const { Volumes } = await engine.listVolumes().catch(() => ({ Volumes: [] as Docker.VolumeInspectInfo[] }));
+  await Promise.all(
+    (Volumes ?? [])
+      .filter((volume) => volume.Name.startsWith(`${owner}-`))
+      .map((volume) =>
+        engine
+          .getVolume(volume.Name)
+          .remove()
+          .catch(() => {}),
+      ),
+  );
   rmSync(base, { recursive: true, force: true });
 }, 120_000);
 
@@ -79,4 +91,32 @@ await registerConformanceSuite({
       workspaceId,
       gateway: false,
     }),
+});
+
+// The same suite on the container's own disk (no host folder): nothing outlives close(), and the
+// cases that need files to persist say so and skip.
+await registerConformanceSuite({
+  name: 'docker (no host folder)',
+  skipReason: () => dockerProblem(image),
+  leftovers,
+  process: {
+    module: built,
+    exportName: 'DockerWorkspace',
+    options: ({ workspaceId }) => ({ image, owner, workspaceId }),
+  },
+  create: ({ workspaceId, ...options }) => new DockerWorkspace({ ...options, image, owner, workspaceId }),
+});
+
+// The same suite on a named volume, which persists like a host folder and goes with destroy().
+await registerConformanceSuite({
+  name: 'docker (named volume)',
+  skipReason: () => dockerProblem(image),
+  leftovers,
+  process: {
+    module: built,
+    exportName: 'DockerWorkspace',
+    options: ({ workspaceId }) => ({ image, owner, volume: `${owner}-${workspaceId}`, workspaceId }),
+  },
+  create: ({ workspaceId, ...options }) =>
+    new DockerWorkspace({ ...options, image, owner, volume: `${owner}-${workspaceId}`, workspaceId }),
 });

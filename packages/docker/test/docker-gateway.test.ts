@@ -16,6 +16,8 @@ const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const bare = `${image}-bare`;
 const problem = await dockerProblem(image);
 const bareProblem = problem ?? (await dockerProblem(bare));
+if (problem) console.warn(`[docker-gateway] skipped: ${problem}`);
+else if (bareProblem) console.warn(`[docker-gateway] cases on ${bare} skipped: ${bareProblem}`);
 const docker = new Docker();
 const base = mkdtempSync(join(tmpdir(), 'ws-docker-gw-'));
 const owner = `ws-test-${generateId().slice(0, 8)}`;

@@ -16,6 +16,7 @@ import {
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const problem = await dockerProblem(image);
+if (problem) console.warn(`[docker-lifecycle] skipped: ${problem}`);
 if (problem) console.warn(`[docker] skipped: ${problem}`);
 const docker = new Docker();
 const base = mkdtempSync(join(tmpdir(), 'ws-docker-life-'));

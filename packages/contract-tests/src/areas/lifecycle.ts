@@ -156,22 +156,42 @@ export function lifecycleArea(context: AreaContext): void {
       },
     );
 
-    conformanceCase(context, 'lifecycle.destroy', 'destroy removes what the workspace owned', async () => {
-      const workspaceId = context.newId();
-      const workspace = await context.create(workspaceId);
-      await workspace.initialize();
-      await workspace.getSandbox().writeFile('doomed.txt', 'x');
-      await workspace.destroy();
-      expect(workspace.state).toBe('closed');
-      await workspace.destroy();
-      const again = await context.create(workspaceId);
-      try {
-        await again.initialize();
-        expect(await again.getSandbox().exists('doomed.txt')).toBe(false);
-      } finally {
-        await again.destroy();
-      }
-    });
+    conformanceCase(
+      context,
+      'lifecycle.destroy',
+      'destroy removes what the workspace owned',
+      async (test) => {
+        const workspaceId = context.newId();
+        const workspace = await context.create(workspaceId);
+        await workspace.initialize();
+        await workspace.getSandbox().writeFile('doomed.txt', 'x');
+        // Closed first, so that on a persistent backend the file is known to outlive a close.
+        await workspace.close();
+        const kept = await context.create(workspaceId);
+        await kept.initialize();
+        const persistent = kept.capabilities.persistent;
+        if (persistent) expect(await kept.getSandbox().exists('doomed.txt')).toBe(true);
+        await kept.destroy();
+        expect(kept.state).toBe('closed');
+        await kept.destroy();
+        const leftovers = await context.target.leftovers?.(workspaceId);
+        if (leftovers !== undefined) expect(leftovers).toEqual([]);
+        if (!persistent) {
+          if (leftovers === undefined)
+            test.skip(
+              'a workspace that keeps nothing past close, and a target that cannot look for leftovers',
+            );
+          return;
+        }
+        const again = await context.create(workspaceId);
+        try {
+          await again.initialize();
+          expect(await again.getSandbox().exists('doomed.txt')).toBe(false);
+        } finally {
+          await again.destroy();
+        }
+      },
+    );
 
     conformanceCase(
       context,

@@ -1,7 +1,7 @@
 import type { CompleteSandbox, McpClient, McpServerSpec, SandboxProcess, Tool } from '@ws/core';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { errorText, okText, textOf } from '../fixtures.js';
-import { conformanceCase, expectWsError, sleep } from '../harness.js';
+import { type CaseControls, conformanceCase, expectWsError, sleep } from '../harness.js';
 import {
   FIXTURE_DIR,
   fixtureDir,
@@ -45,17 +45,29 @@ export function mcpArea(context: AreaContext): void {
       await workspace?.close();
     }, context.caseTimeoutMs);
 
-    const mcpCase = (id: string, title: string, body: () => Promise<void>, timeoutMs?: number) =>
+    const mcpCase = (
+      id: string,
+      title: string,
+      body: (test: CaseControls) => Promise<void>,
+      timeoutMs?: number,
+    ) =>
       conformanceCase(
         context,
         id,
         title,
         async (test) => {
           if (unsupported) test.skip(unsupported);
-          await body();
+          await body(test);
         },
         timeoutMs,
       );
+    /** Skips the rest of a case, visibly, on a workspace whose files do not outlive it. */
+    const requirePersistence = (workspace: WorkspaceUnderTest, test: CaseControls) => {
+      if (!workspace.capabilities.persistent)
+        test.skip(
+          `the ${workspace.capabilities.backend} workspace declares persistent: false; nothing to restart into`,
+        );
+    };
 
     /** Another workspace (by id) with options, initialized, with the fixtures uploaded. */
     const reopen = async (
@@ -271,15 +283,14 @@ export function mcpArea(context: AreaContext): void {
     mcpCase(
       'mcp.empty-persists',
       'an emptied scope stays empty after a restart while others keep the defaults',
-      async () => {
+      async (test) => {
         const id = context.newId();
         const defaults = [stdioSpec('seed')];
         const first = await reopen({ defaultMcps: defaults }, id);
         await first.removeMcp('seed', { agentId: 'quiet' });
         expect(await first.listMcps({ agentId: 'quiet' })).toEqual([]);
-        const persistent = first.capabilities.persistent;
         await first.close();
-        if (!persistent) return;
+        requirePersistence(first, test);
         const second = await reopen({ defaultMcps: defaults }, id);
         try {
           expect(await second.listMcps({ agentId: 'quiet' })).toEqual([]);
@@ -293,7 +304,7 @@ export function mcpArea(context: AreaContext): void {
     mcpCase(
       'mcp.restore-tolerant',
       'starts with a corrupt or partly invalid .mcp, keeping the valid entries',
-      async () => {
+      async (test) => {
         const id = context.newId();
         const setup = await reopen({}, id);
         const file = `${setup.workdir}/.mcp`;
@@ -317,7 +328,7 @@ export function mcpArea(context: AreaContext): void {
         } finally {
           await corrupt.close();
         }
-        if (!setup.capabilities.persistent) return;
+        requirePersistence(setup, test);
         const legacy = await reopen({}, id);
         try {
           expect((await legacy.listMcps()).map((client) => client.name)).toEqual(['good']);
@@ -480,30 +491,34 @@ export function mcpArea(context: AreaContext): void {
       expect(okText(await client!.callTool('echo', { text: 'alive' }))).toBe('alive');
     });
 
-    mcpCase('mcp.close-stops-servers', 'close stops the stdio servers the workspace started', async () => {
-      const id = context.newId();
-      const heartbeat = `${FIXTURE_DIR}/heartbeat`;
-      const scoped = await reopen(
-        { defaultMcps: [stdioSpec('beating', { WS_MCP_HEARTBEAT: heartbeat })] },
-        id,
-      );
-      expect(await scoped.listMcps()).toHaveLength(1);
-      await scoped.close();
-      await expectWsError(() => scoped.listMcps(), 'DISPOSED');
-      if (!scoped.capabilities.persistent) return;
-      // Look through a second workspace on the same files: the beat must have stopped.
-      const watcher = await context.create(id);
-      try {
-        await watcher.initialize();
-        const read = async () =>
-          new TextDecoder().decode(await watcher.getSandbox().readFile(`${watcher.workdir}/${heartbeat}`));
-        await sleep(400);
-        const before = await read();
-        await sleep(500);
-        expect(await read()).toBe(before);
-      } finally {
-        await watcher.close();
-      }
-    });
+    mcpCase(
+      'mcp.close-stops-servers',
+      'close stops the stdio servers the workspace started',
+      async (test) => {
+        const id = context.newId();
+        const heartbeat = `${FIXTURE_DIR}/heartbeat`;
+        const scoped = await reopen(
+          { defaultMcps: [stdioSpec('beating', { WS_MCP_HEARTBEAT: heartbeat })] },
+          id,
+        );
+        expect(await scoped.listMcps()).toHaveLength(1);
+        await scoped.close();
+        await expectWsError(() => scoped.listMcps(), 'DISPOSED');
+        requirePersistence(scoped, test);
+        // Look through a second workspace on the same files: the beat must have stopped.
+        const watcher = await context.create(id);
+        try {
+          await watcher.initialize();
+          const read = async () =>
+            new TextDecoder().decode(await watcher.getSandbox().readFile(`${watcher.workdir}/${heartbeat}`));
+          await sleep(400);
+          const before = await read();
+          await sleep(500);
+          expect(await read()).toBe(before);
+        } finally {
+          await watcher.close();
+        }
+      },
+    );
   });
 }

@@ -288,17 +288,19 @@ export function toolsFilesArea(context: AreaContext): void {
       context,
       'edit.two-quick-edits',
       'keeps both of two Edits made within one second (Read, Edit, Edit, Read)',
-      async () => {
+      async (test) => {
         const path = fresh('quick.txt');
         await sandbox.writeFile(path, 'first\nsecond\n');
-        const started = Date.now();
         okText(await read.call({ file_path: path }));
+        const before = await sandbox.stat(path);
         okText(await edit.call({ file_path: path, old_string: 'first', new_string: 'FIRST' }));
         okText(await edit.call({ file_path: path, old_string: 'second', new_string: 'SECOND' }));
-        const after = okText(await read.call({ file_path: path }));
-        expect(after).toBe('     1\tFIRST\n     2\tSECOND');
-        // Within one second, mtime-based caches cannot tell the versions apart; a content hash can.
-        expect(Date.now() - started).toBeLessThan(60_000);
+        const after = await sandbox.stat(path);
+        // Within one second of modification time, mtime-based caches cannot tell the versions apart;
+        // a content hash can. The case shows that only when both edits landed in one second.
+        if (Math.floor(after.mtimeMs / 1000) - Math.floor(before.mtimeMs / 1000) > 1)
+          test.skip('the two edits landed more than a second apart here, so this run shows nothing');
+        expect(okText(await read.call({ file_path: path }))).toBe('     1\tFIRST\n     2\tSECOND');
       },
     );
 
