@@ -1,5 +1,4 @@
 import { gunzipSync } from 'node:zlib';
-import { unzipSync } from 'fflate';
 import { WsError } from '../../contracts/errors.js';
 import type { SkillArchive } from '../../contracts/skill.js';
 
@@ -66,7 +65,7 @@ export async function readArchive(
 ): Promise<ArchiveMember[]> {
   const raw = await collect(archive.data, maxExtractedBytes + 1024 * 1024);
   let members: ArchiveMember[];
-  if (archive.format === 'zip') members = readZip(raw, maxExtractedBytes);
+  if (archive.format === 'zip') members = await readZip(raw, maxExtractedBytes);
   else if (archive.format === 'tar') members = readTar(raw, maxExtractedBytes);
   else if (archive.format === 'tar.gz') {
     let tar: Uint8Array;
@@ -90,7 +89,9 @@ export async function readArchive(
   return members;
 }
 
-function readZip(raw: Uint8Array, limit: number): ArchiveMember[] {
+async function readZip(raw: Uint8Array, limit: number): Promise<ArchiveMember[]> {
+  // The zip reader is loaded with the first zip archive, not with the package.
+  const { unzipSync } = await import('fflate');
   let declared = 0;
   let files: Record<string, Uint8Array>;
   try {

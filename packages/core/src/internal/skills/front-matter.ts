@@ -1,5 +1,3 @@
-import { parse } from 'yaml';
-
 /** What a `SKILL.md` declares. */
 export interface SkillDocument {
   readonly name: string;
@@ -10,13 +8,15 @@ export interface SkillDocument {
 
 /**
  * Parses a `SKILL.md`: YAML front matter between `---` lines (parsed with a real YAML parser), then
- * the Markdown body. Returns undefined, with the reason, when the file has no front matter or lacks a
+ * the Markdown body. Resolves to the reason when the file has no front matter or lacks a
  * non-empty `name` or `description`.
  */
-export function parseSkillDocument(text: string): SkillDocument | { invalid: string } {
+export async function parseSkillDocument(text: string): Promise<SkillDocument | { invalid: string }> {
   const normalized = text.replace(/^\uFEFF/, '').replace(/\r\n?/g, '\n');
   const match = /^---[ \t]*\n([\s\S]*?)\n?---[ \t]*(?:\n|$)/.exec(normalized);
   if (!match) return { invalid: 'SKILL.md has no YAML front matter (it must start with a --- line)' };
+  // The YAML parser is loaded with the first skill read, not with the package.
+  const { parse } = await import('yaml');
   let data: unknown;
   try {
     data = parse(match[1] ?? '');

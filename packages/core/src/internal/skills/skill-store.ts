@@ -116,7 +116,7 @@ export class SkillStore {
             sandbox.readFile(file, options),
             sandbox.stat(file, options),
           ]);
-          const document = parseSkillDocument(decodeUtf8(bytes));
+          const document = await parseSkillDocument(decodeUtf8(bytes));
           if ('invalid' in document) return undefined;
           return {
             name: document.name,
@@ -157,7 +157,7 @@ export class SkillStore {
       typeof source === 'string'
         ? await readHostSkill(resolveHostPath(source), limit)
         : await archiveSkill(source, limit);
-    const document = skillDocumentOf(members, typeof source === 'string' ? source : 'the archive');
+    const document = await skillDocumentOf(members, typeof source === 'string' ? source : 'the archive');
     const base = folder ?? folderNameFor(document.name);
     validateId(base, 'skill folder name');
     const partition = await this.equip(options.agentId, options);
@@ -250,7 +250,7 @@ export class SkillStore {
       const resolved = resolveHostPath(path);
       try {
         const { members, folder } = await readHostSkill(resolved, DEFAULT_MAX_EXTRACTED_BYTES);
-        skillDocumentOf(members, resolved);
+        await skillDocumentOf(members, resolved);
         await writeMembers(
           sandbox,
           await freeName(sandbox, skillSeedDir, folder ?? 'skill', options),
@@ -278,10 +278,10 @@ async function freeName(
   return posix.join(parent, name);
 }
 
-function skillDocumentOf(members: readonly ArchiveMember[], where: string) {
+async function skillDocumentOf(members: readonly ArchiveMember[], where: string) {
   const file = members.find((member) => member.path === SKILL_FILE && member.type === 'file');
   if (!file?.data) throw new WsError('INVALID_ARGUMENT', `Invalid skill at ${where}: SKILL.md not found`);
-  const document = parseSkillDocument(decodeUtf8(file.data));
+  const document = await parseSkillDocument(decodeUtf8(file.data));
   if ('invalid' in document)
     throw new WsError('INVALID_ARGUMENT', `Invalid skill at ${where}: ${document.invalid}`);
   return document;

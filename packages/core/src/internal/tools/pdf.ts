@@ -40,33 +40,32 @@ export async function pdfPageTexts(data: Uint8Array, first: number, last: number
 
 /** A new PDF holding pages `first..last` (1-based, inclusive) of `data`. */
 export async function pdfSlice(data: Uint8Array, first: number, last: number): Promise<Uint8Array> {
-  const { PDFDocument } = await import('pdf-lib');
+  const document = await openPdf(data);
   try {
-    const source = await PDFDocument.load(data, { ignoreEncryption: true });
-    const target = await PDFDocument.create();
-    const indices = Array.from({ length: last - first + 1 }, (_, index) => first - 1 + index);
-    for (const page of await target.copyPages(source, indices)) target.addPage(page);
-    return await target.save();
+    // pdf.js counts pages from 0 here; a pair is an inclusive range.
+    return await document.extractPages([{ document: null, includePages: [[first - 1, last - 1]] }]);
   } catch (error) {
     throw new WsError(
       'INVALID_ARGUMENT',
       `The PDF could not be split: ${error instanceof Error ? error.message : String(error)}`,
       { cause: error },
     );
+  } finally {
+    await document.destroy();
   }
 }
 
 async function openPdf(data: Uint8Array) {
-  const pdfjs = await import('pdfjs-dist/legacy/build/pdf.mjs');
+  // unpdf carries a dependency-free build of pdf.js; it is loaded on the first PDF, never before.
+  const { getDocumentProxy } = await import('unpdf');
   try {
     // pdf.js takes ownership of the buffer it is given and refuses Buffers: hand it a plain copy.
-    return await pdfjs.getDocument({
-      data: new Uint8Array(data),
+    return await getDocumentProxy(new Uint8Array(data), {
       isEvalSupported: false,
       disableFontFace: true,
       useSystemFonts: false,
       verbosity: 0,
-    }).promise;
+    });
   } catch (error) {
     throw new WsError(
       'INVALID_ARGUMENT',
