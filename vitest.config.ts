@@ -8,12 +8,13 @@ import { defineConfig } from 'vitest/config';
 const packageDirs = ['packages', 'apps'].flatMap((group) =>
   existsSync(group) ? readdirSync(group).map((name) => join(group, name)) : [],
 );
-const projects = packageDirs
+// docs/ checks the README examples.
+const projects = [...packageDirs, 'docs']
   .filter((dir) => existsSync(join(dir, 'test')))
   .map((dir) => ({
     extends: true as const,
     test: {
-      name: `@ws/${dir.split('/')[1]}`,
+      name: dir === 'docs' ? '@ws/docs' : `@ws/${dir.split('/')[1]}`,
       root: dir,
       include: ['test/**/*.test.ts'],
     },

@@ -1,0 +1,69 @@
+// Finds the code examples of the repository's README files, so tests and the consumer smoke test can
+// check that each one works as pasted.
+//
+// A fenced block's info string is its language and, for `js`, what it needs besides Node.js:
+//   ```js            runs as an ES module on Node.js 20 with only the @ws packages installed
+//   ```js docker     the same, when a Docker engine and the default image are present
+//   ```ts            type-checked as a module (strict, NodeNext)
+// A `<!-- example-prelude … -->` comment on the lines right before a fence is prepended to the block
+// when it is checked: it declares what a fragment assumes (a `workspace`, a `sessionId`…).
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+
+/** The README files that carry examples: the root one and each package's. */
+export function readmeFiles(root) {
+  const files = [join(root, 'README.md')];
+  for (const group of ['packages', 'apps']) {
+    const dir = join(root, group);
+    if (!existsSync(dir)) continue;
+    for (const name of readdirSync(dir).sort()) {
+      const file = join(dir, name, 'README.md');
+      if (existsSync(file)) files.push(file);
+    }
+  }
+  return files;
+}
+
+/**
+ * The `js` and `ts` examples of one Markdown file:
+ * `{ id, file, line, lang, needs, code, prelude }`, `id` being `<relative file>:<line>`.
+ */
+export function examplesOf(file, root) {
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const examples = [];
+  for (let index = 0; index < lines.length; index++) {
+    const open = /^```(\S+)(.*)$/.exec(lines[index]);
+    if (!open) continue;
+    const lang = open[1];
+    const needs = open[2].trim().split(/\s+/).filter(Boolean);
+    const start = index;
+    const body = [];
+    for (index++; index < lines.length && lines[index] !== '```'; index++) body.push(lines[index]);
+    if (index >= lines.length) throw new Error(`${file}:${start + 1}: the code block is never closed`);
+    if (lang !== 'js' && lang !== 'ts') continue;
+    examples.push({
+      id: `${relative(root, file)}:${start + 1}`,
+      file,
+      line: start + 1,
+      lang,
+      needs,
+      code: `${body.join('\n')}\n`,
+      prelude: preludeBefore(lines, start),
+    });
+  }
+  return examples;
+}
+
+function preludeBefore(lines, fence) {
+  if (lines[fence - 1] !== '-->') return '';
+  for (let index = fence - 2; index >= 0; index--) {
+    if (lines[index] === '<!-- example-prelude') return `${lines.slice(index + 1, fence - 1).join('\n')}\n`;
+    if (lines[index].startsWith('<!--') || lines[index].startsWith('```')) break;
+  }
+  return '';
+}
+
+/** Every example of every README of the repository at `root`. */
+export function allExamples(root) {
+  return readmeFiles(root).flatMap((file) => examplesOf(file, root));
+}
