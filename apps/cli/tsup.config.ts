@@ -3,7 +3,7 @@ import { defineConfig } from 'tsup';
 export default defineConfig({
   entry: ['src/bin.ts'],
   format: ['esm'],
-  sourcemap: true,
+  sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
   clean: true,
   target: 'node20',
 });

@@ -8,7 +8,7 @@ export default defineConfig({
   entry: ['src/index.ts'],
   format: ['esm'],
   dts: true,
-  sourcemap: true,
+  sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
   clean: true,
   target: 'node20',
   // The gateway bundle ships inside this package as an asset (dist/gateway.mjs).

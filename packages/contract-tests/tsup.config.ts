@@ -5,7 +5,7 @@ export default defineConfig([
     entry: ['src/index.ts'],
     format: ['esm'],
     dts: true,
-    sourcemap: true,
+    sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
     clean: false,
     target: 'node20',
     external: ['vitest'],

@@ -4,7 +4,7 @@ export default defineConfig({
   entry: ['src/index.ts', 'src/sandbox.ts', 'src/mcp.ts'],
   format: ['esm'],
   dts: true,
-  sourcemap: true,
+  sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
   clean: true,
   target: 'node20',
 });
