@@ -5,7 +5,7 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { printMetrics, printTable } from './harness.mjs';
 
-const SCENARIOS = ['local-exec', 'tools-io', 'bwrap', 'docker', 'search-tree'];
+const SCENARIOS = ['cold-start', 'local-exec', 'tools-io', 'bwrap', 'docker', 'search-tree', 'install-size'];
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

@@ -1,0 +1,392 @@
+// The packages as a stranger gets them: packs every publishable package with pnpm (as a release
+// does), checks each tarball (manifest, LICENSE, publint, attw), installs them with npm into scratch
+// projects outside the repository, checks that each backend brings only its own vendor SDK, runs the
+// READMEs' JavaScript examples there, and prints what each install weighs.
+//
+//   node scripts/check-packages.mjs            everything (the packages must be built)
+//   node scripts/check-packages.mjs --pack-only   pack and check the tarballs, install nothing
+//   node scripts/check-packages.mjs --keep        leave the scratch folder for a look
+//   node scripts/check-packages.mjs --sizes-json FILE   also write the install sizes as JSON
+import { execFile, spawn } from 'node:child_process';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { allExamples } from './readme-examples.mjs';
+
+const run = promisify(execFile);
+const root = resolve(import.meta.dirname, '..');
+const args = new Set(process.argv.slice(2));
+const packOnly = args.has('--pack-only');
+const keep = args.has('--keep');
+const sizesJson = process.argv[process.argv.indexOf('--sizes-json') + 1];
+const bin = (name) => join(root, 'node_modules/.bin', name);
+
+/** Vendor SDKs: each may come only with the backend that needs it. */
+const VENDOR_SDKS = [
+  'dockerode',
+  'e2b',
+  '@daytonaio/sdk',
+  '@kubernetes/client-node',
+  '@alibaba-group/opensandbox',
+];
+/** What no install may bring: the PDF stack that once weighed 95 MB, and native canvas bindings. */
+const NEVER = ['pdfjs-dist', 'pdf-lib', '@napi-rs/canvas', 'canvas'];
+
+/** The installs a user makes, what each must bring and what it must not. */
+const SCENARIOS = [
+  {
+    name: 'core',
+    packages: ['@ws/core'],
+    brings: [],
+    forbids: [...VENDOR_SDKS, '@modelcontextprotocol/sdk'],
+  },
+  {
+    name: 'local',
+    packages: ['@ws/core', '@ws/local'],
+    brings: ['@modelcontextprotocol/sdk'],
+    forbids: VENDOR_SDKS,
+  },
+  { name: 'bwrap', packages: ['@ws/core', '@ws/bwrap'], brings: [], forbids: VENDOR_SDKS },
+  {
+    name: 'docker',
+    packages: ['@ws/core', '@ws/docker'],
+    brings: ['dockerode'],
+    forbids: VENDOR_SDKS.filter((name) => name !== 'dockerode'),
+  },
+  { name: 'cli', packages: ['@ws/core', '@ws/local', '@ws/cli'], brings: [], forbids: VENDOR_SDKS },
+];
+
+const failures = [];
+function fail(message) {
+  failures.push(message);
+  console.log(`  FAIL ${message}`);
+}
+function step(title) {
+  console.log(`\n--- ${title}`);
+}
+
+function publishable() {
+  const found = [];
+  for (const group of ['packages', 'apps']) {
+    for (const name of readdirSync(join(root, group)).sort()) {
+      const dir = join(root, group, name);
+      let manifest;
+      try {
+        manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+      } catch {
+        continue;
+      }
+      if (!manifest.private) found.push({ dir, manifest });
+    }
+  }
+  return found;
+}
+
+async function pack(pkg, into) {
+  const { stdout } = await run(bin('pnpm'), ['pack', '--pack-destination', into], { cwd: pkg.dir });
+  const tarball = stdout
+    .trim()
+    .split('\n')
+    .find((line) => line.endsWith('.tgz'));
+  if (!tarball) throw new Error(`pnpm pack printed no tarball for ${pkg.manifest.name}:\n${stdout}`);
+  return tarball.trim();
+}
+
+async function tarballFiles(tarball) {
+  const { stdout } = await run('tar', ['-tzf', tarball], { maxBuffer: 16 * 1024 * 1024 });
+  return stdout.split('\n').filter(Boolean);
+}
+
+function checkManifest(name, manifest, files) {
+  const text = JSON.stringify(manifest);
+  if (text.includes('workspace:')) fail(`${name}: the packed manifest still has a workspace: range`);
+  if (text.includes('@ws/source'))
+    fail(`${name}: the packed manifest points at TypeScript sources (@ws/source)`);
+  for (const field of ['license', 'repository', 'homepage', 'bugs', 'keywords', 'engines', 'description'])
+    if (!manifest[field]) fail(`${name}: the manifest has no ${field}`);
+  if (!files.includes('package/LICENSE')) fail(`${name}: the tarball has no LICENSE`);
+  if (!files.includes('package/README.md')) fail(`${name}: the tarball has no README.md`);
+  if (files.some((file) => /\.test\.|\/test\/|\/src\/.*\.ts$/.test(file)))
+    fail(`${name}: the tarball carries tests or sources`);
+  for (const [subpath, target] of Object.entries(manifest.exports ?? {})) {
+    if (typeof target === 'object' && target !== null && !('default' in target))
+      fail(`${name}: export ${subpath} has no default condition (require() would say "not exported")`);
+  }
+}
+
+async function lintTarball(name, tarball, manifest) {
+  try {
+    await run(bin('publint'), ['run', tarball, '--strict'], { cwd: tmpdir() });
+    console.log(`  publint: clean`);
+  } catch (error) {
+    fail(`${name}: publint\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+  }
+  if (!manifest.types && !Object.values(manifest.exports ?? {}).some((target) => target?.types)) {
+    console.log('  attw: no type declarations to check (not a library entry)');
+    return;
+  }
+  // ESM-only packages: `require()` of them works on Node >= 20.19 (require(esm)), so the
+  // CommonJS-resolves-to-ESM note is expected; every other problem fails.
+  try {
+    const { stdout } = await run(
+      bin('attw'),
+      [tarball, '--format', 'table-flipped', '--no-color', '--ignore-rules', 'cjs-resolves-to-esm'],
+      { cwd: tmpdir(), maxBuffer: 4 * 1024 * 1024 },
+    );
+    console.log(`  attw: clean (${stdout.includes('No problems found') ? 'no problems found' : 'ok'})`);
+  } catch (error) {
+    fail(`${name}: attw\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+  }
+}
+
+/** Every package folder under node_modules, nested ones included: `[name, dir]`. */
+function installedPackages(dir) {
+  const found = [];
+  const walk = (modules) => {
+    let entries;
+    try {
+      entries = readdirSync(modules, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      if (entry.name.startsWith('.')) continue;
+      if (entry.name.startsWith('@')) {
+        for (const scoped of readdirSync(join(modules, entry.name), { withFileTypes: true })) {
+          found.push([`${entry.name}/${scoped.name}`, join(modules, entry.name, scoped.name)]);
+          walk(join(modules, entry.name, scoped.name, 'node_modules'));
+        }
+        continue;
+      }
+      found.push([entry.name, join(modules, entry.name)]);
+      walk(join(modules, entry.name, 'node_modules'));
+    }
+  };
+  walk(join(dir, 'node_modules'));
+  return found;
+}
+
+async function sizeOf(dir) {
+  const { stdout } = await run('du', ['-sk', dir]);
+  return Number.parseInt(stdout, 10) * 1024;
+}
+
+const mb = (bytes) => (bytes < 1e6 ? `${Math.ceil(bytes / 1e3)} kB` : `${(bytes / 1e6).toFixed(1)} MB`);
+
+/** Runs `node file` in `cwd`; resolves with its exit code, output and whether it exited by itself. */
+function runNode(file, cwd, timeoutMs, extraArgs = []) {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [...extraArgs, file], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      done({ code, signal, output, timedOut });
+    });
+  });
+}
+
+/** Processes whose working directory is inside `dir` (what an example left running). */
+function processesIn(dir) {
+  const found = [];
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    try {
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if (cwd === dir || cwd.startsWith(`${dir}/`))
+        found.push(`${pid} ${readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()}`);
+    } catch {}
+  }
+  return found;
+}
+
+async function dockerImage() {
+  try {
+    await run('docker', ['image', 'inspect', 'ws-workspace:bookworm'], { timeout: 20_000 });
+    return undefined;
+  } catch (error) {
+    return `no Docker engine with ws-workspace:bookworm (${String(error.message).split('\n')[0]})`;
+  }
+}
+
+async function runExamples(scenario, dir) {
+  const examples = allExamples(root).filter((example) => example.lang === 'js');
+  const wanted =
+    scenario === 'docker'
+      ? examples.filter((example) => example.needs.includes('docker'))
+      : scenario === 'local'
+        ? examples.filter((example) => example.needs.length === 0)
+        : [];
+  if (wanted.length === 0) return;
+  const missing = scenario === 'docker' ? await dockerImage() : undefined;
+  for (const example of wanted) {
+    if (missing) {
+      console.log(`  example ${example.id}: skipped (${missing})`);
+      continue;
+    }
+    const file = join(dir, `example-${example.line}.mjs`);
+    writeFileSync(file, example.code);
+    const started = performance.now();
+    const result = await runNode(file, dir, 180_000);
+    const ms = Math.round(performance.now() - started);
+    if (result.timedOut) fail(`example ${example.id} did not exit by itself within 180 s:\n${result.output}`);
+    else if (result.code !== 0) fail(`example ${example.id} exited with ${result.code}:\n${result.output}`);
+    else console.log(`  example ${example.id}: ran and exited by itself (${ms} ms)`);
+    const left = processesIn(dir);
+    if (left.length > 0) fail(`example ${example.id} left processes running:\n${left.join('\n')}`);
+    if (scenario === 'docker') {
+      const { stdout } = await run('docker', ['ps', '-aq', '--filter', 'label=ws.workspace.id']);
+      const ours = [];
+      for (const id of stdout.split('\n').filter(Boolean)) {
+        const { stdout: inspect } = await run('docker', [
+          'inspect',
+          '--format',
+          '{{ index .Config.Labels "ws.host.workdir" }}',
+          id,
+        ]).catch(() => ({ stdout: '' }));
+        if (inspect.startsWith(dir)) ours.push(id);
+      }
+      if (ours.length > 0) fail(`example ${example.id} left containers: ${ours.join(' ')}`);
+    }
+  }
+}
+
+async function install(scenario, tarballs, scratch) {
+  const dir = join(scratch, scenario.name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name: `consumer-${scenario.name}`, private: true, type: 'module' }, null, 2)}\n`,
+  );
+  const files = scenario.packages.map((name) => {
+    const tarball = tarballs.get(name);
+    if (!tarball) throw new Error(`no tarball for ${name}`);
+    return tarball;
+  });
+  const started = performance.now();
+  await run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...files], {
+    cwd: dir,
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  const seconds = ((performance.now() - started) / 1000).toFixed(1);
+  const installed = installedPackages(dir);
+  const names = new Set(installed.map(([name]) => name));
+  const bytes = await sizeOf(join(dir, 'node_modules'));
+  const largest = await Promise.all(
+    installed
+      .filter(([name]) => !name.startsWith('@ws/'))
+      .map(async ([name, path]) => [name, await sizeOf(path)]),
+  );
+  largest.sort((a, b) => b[1] - a[1]);
+  console.log(
+    `  ${scenario.packages.join(' + ')}: ${mb(bytes)} in node_modules, ${installed.length} packages (npm install ${seconds} s)`,
+  );
+  console.log(
+    `  largest: ${largest
+      .slice(0, 4)
+      .map(([name, size]) => `${name} ${mb(size)}`)
+      .join(', ')}`,
+  );
+  for (const name of scenario.brings)
+    if (!names.has(name)) fail(`${scenario.name}: ${name} was not installed`);
+  for (const name of [...scenario.forbids, ...NEVER])
+    if (names.has(name))
+      fail(`${scenario.name}: installing ${scenario.packages.join(' + ')} brought ${name}`);
+  return { dir, bytes, count: installed.length };
+}
+
+async function checkRequire(dir) {
+  const script = [
+    "const local = require('@ws/local');",
+    "const core = require('@ws/core');",
+    "if (typeof local.LocalWorkspace !== 'function' || typeof core.WsError !== 'function') process.exit(1);",
+  ].join(' ');
+  const [major, minor] = process.versions.node.split('.').map(Number);
+  const supported = major > 20 || (major === 20 && minor >= 19);
+  try {
+    await run(process.execPath, ['-e', script], { cwd: dir });
+    console.log(`  require('@ws/local') works on Node ${process.versions.node}`);
+    if (!supported) fail('require() of an ES module worked on a Node without require(esm)?');
+  } catch (error) {
+    const text = `${error.stderr ?? error.message}`;
+    if (supported) fail(`require('@ws/local') failed on Node ${process.versions.node}:\n${text}`);
+    else if (!/ES Module|ERR_REQUIRE_ESM/.test(text))
+      fail(`require('@ws/local') on Node ${process.versions.node} does not say the package is ESM:\n${text}`);
+    else console.log(`  require('@ws/local') on Node ${process.versions.node} says: ES module only`);
+  }
+}
+
+async function main() {
+  const scratch = mkdtempSync(join(tmpdir(), 'ws-packages-'));
+  const tarballDir = join(scratch, 'tarballs');
+  mkdirSync(tarballDir);
+  const tarballs = new Map();
+  try {
+    step(`pack (pnpm) into ${tarballDir}`);
+    for (const pkg of publishable()) {
+      const name = pkg.manifest.name;
+      const tarball = await pack(pkg, tarballDir);
+      tarballs.set(name, tarball);
+      const files = await tarballFiles(tarball);
+      const { stdout } = await run('tar', ['-xzOf', tarball, 'package/package.json']);
+      const manifest = JSON.parse(stdout);
+      console.log(`${name}: ${mb(await sizeOf(tarball))} packed, ${files.length} files`);
+      checkManifest(name, manifest, files);
+      await lintTarball(name, tarball, manifest);
+    }
+    if (!packOnly) {
+      const sizes = [];
+      for (const scenario of SCENARIOS) {
+        step(`npm install ${scenario.packages.join(' ')} (scratch project ${join(scratch, scenario.name)})`);
+        const result = await install(scenario, tarballs, scratch);
+        sizes.push([scenario.packages.join(' + '), result]);
+        if (scenario.name === 'local') await checkRequire(result.dir);
+        await runExamples(scenario.name, result.dir);
+      }
+      step('install sizes (npm, from the packed tarballs)');
+      for (const [label, { bytes, count }] of sizes)
+        console.log(`  ${label.padEnd(34)} ${mb(bytes).padStart(9)}  ${String(count).padStart(4)} packages`);
+      if (args.has('--sizes-json'))
+        writeFileSync(
+          sizesJson,
+          `${JSON.stringify(
+            sizes.map(([label, { bytes, count }]) => ({ label, bytes, count })),
+            null,
+            2,
+          )}\n`,
+        );
+    }
+  } finally {
+    if (keep) console.log(`\nscratch kept at ${scratch}`);
+    else rmSync(scratch, { recursive: true, force: true });
+  }
+  if (failures.length > 0) {
+    console.log(`\n${failures.length} package check(s) failed`);
+    process.exit(1);
+  }
+  console.log('\npackages: every check passed');
+}
+
+main().catch((error) => {
+  console.error(`check-packages: ${error.stack ?? error}`);
+  process.exit(2);
+});
