@@ -1,6 +1,7 @@
 import { gunzipSync } from 'node:zlib';
 import { WsError } from '../../contracts/errors.js';
 import type { SkillArchive } from '../../contracts/skill.js';
+import { readZipEntries } from './zip.js';
 
 /** One member of an archive, checked to stay inside the destination. */
 export interface ArchiveMember {
@@ -65,7 +66,7 @@ export async function readArchive(
 ): Promise<ArchiveMember[]> {
   const raw = await collect(archive.data, maxExtractedBytes + 1024 * 1024);
   let members: ArchiveMember[];
-  if (archive.format === 'zip') members = await readZip(raw, maxExtractedBytes);
+  if (archive.format === 'zip') members = readZip(raw, maxExtractedBytes);
   else if (archive.format === 'tar') members = readTar(raw, maxExtractedBytes);
   else if (archive.format === 'tar.gz') {
     let tar: Uint8Array;
@@ -89,28 +90,16 @@ export async function readArchive(
   return members;
 }
 
-async function readZip(raw: Uint8Array, limit: number): Promise<ArchiveMember[]> {
-  // The zip reader is loaded with the first zip archive, not with the package.
-  const { unzipSync } = await import('fflate');
-  let declared = 0;
-  let files: Record<string, Uint8Array>;
-  try {
-    files = unzipSync(raw, {
-      filter(file) {
-        declared += file.originalSize;
-        if (declared > limit) throw tooLarge(declared, limit);
-        return true;
-      },
-    });
-  } catch (error) {
-    if (error instanceof WsError) throw error;
-    throw new WsError('INVALID_ARGUMENT', `The archive is not a valid zip: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
+function readZip(raw: Uint8Array, limit: number): ArchiveMember[] {
+  // A name given twice keeps its last entry, as unzip does.
+  const files = new Map<string, Uint8Array>();
+  for (const entry of readZipEntries(raw, (declared) => {
+    if (declared > limit) throw tooLarge(declared, limit);
+  }))
+    files.set(entry.name, entry.data);
   const members: ArchiveMember[] = [];
   let actual = 0;
-  for (const [name, data] of Object.entries(files)) {
+  for (const [name, data] of files) {
     const path = safeMemberPath(name);
     if (path === '') continue;
     if (name.endsWith('/')) {
