@@ -270,6 +270,53 @@ async function runExamples(scenario, dir) {
   }
 }
 
+/** The installed `ws` command, as `npx ws demo` runs it: it must finish by itself and leave nothing. */
+async function runCli(dir) {
+  const result = await runNode(join(dir, 'node_modules/@ws/cli/dist/bin.js'), dir, 120_000, []);
+  // `ws` with no command prints its usage and exits 1; `ws demo` is the tour.
+  if (!result.output.includes('Usage: ws')) fail(`ws without a command printed no usage:\n${result.output}`);
+  const demo = await runBin(join(dir, 'node_modules/.bin/ws'), ['demo'], dir, 120_000);
+  if (demo.code !== 0) fail(`ws demo exited with ${demo.code}:\n${demo.output}`);
+  else console.log(`  ws demo: ran and exited by itself (${demo.output.split('\n').length} lines)`);
+  const left = processesIn(dir);
+  if (left.length > 0) fail(`ws demo left processes running:\n${left.join('\n')}`);
+}
+
+/** `npx ws-docker-image` from the installed package finds its shipped build script. */
+async function runImageBin(dir) {
+  // npm extracts package files without their executable bit (bins aside): the bin runs the script with bash.
+  const help = await runBin(join(dir, 'node_modules/.bin/ws-docker-image'), ['--help'], dir, 30_000);
+  if (help.code !== 0 || !help.output.includes('--from'))
+    fail(`ws-docker-image --help exited with ${help.code}:\n${help.output}`);
+  const missing = await dockerImage();
+  if (missing) {
+    console.log(`  ws-docker-image: --help works; the image check skipped (${missing})`);
+    return;
+  }
+  // The image CI built from the repository has the fingerprint of the shipped script: up to date.
+  const result = await runBin(join(dir, 'node_modules/.bin/ws-docker-image'), [], dir, 600_000);
+  if (result.code !== 0) fail(`ws-docker-image exited with ${result.code}:\n${result.output}`);
+  else console.log(`  ws-docker-image: ${result.output.trim().split('\n').at(-1)}`);
+}
+
+function runBin(file, argv, cwd, timeoutMs) {
+  return new Promise((done) => {
+    const child = spawn(file, argv, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on('data', (chunk) => {
+      output += chunk;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ code, output });
+    });
+  });
+}
+
 async function install(scenario, tarballs, scratch) {
   const dir = join(scratch, scenario.name);
   mkdirSync(dir, { recursive: true });
@@ -360,6 +407,8 @@ async function main() {
         const result = await install(scenario, tarballs, scratch);
         sizes.push([scenario.packages.join(' + '), result]);
         if (scenario.name === 'local') await checkRequire(result.dir);
+        if (scenario.name === 'cli') await runCli(result.dir);
+        if (scenario.name === 'docker') await runImageBin(result.dir);
         await runExamples(scenario.name, result.dir);
       }
       step('install sizes (npm, from the packed tarballs)');

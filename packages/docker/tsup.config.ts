@@ -5,10 +5,11 @@ import { defineConfig } from 'tsup';
 const require = createRequire(import.meta.url);
 
 export default defineConfig({
-  entry: ['src/index.ts'],
+  // image-cli.ts is the ws-docker-image bin (its #! line is kept, and the file made executable).
+  entry: ['src/index.ts', 'src/image-cli.ts'],
   format: ['esm'],
   dts: true,
-  sourcemap: true,
+  sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
   clean: true,
   target: 'node20',
   // The gateway bundle ships inside this package as an asset (dist/gateway.mjs).

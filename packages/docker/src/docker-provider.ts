@@ -27,6 +27,7 @@ import {
 import Docker from 'dockerode';
 import { othersAttached, recordAttachment } from './attachments.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
+import { missingImageHint } from './image-build.js';
 
 /**
  * How the host reaches the gateway in the container: `unix`, its socket in a bind-mounted host
@@ -356,7 +357,7 @@ export class DockerProvider implements Provider {
     } catch {
       throw new WsError(
         'BACKEND_UNAVAILABLE',
-        `The image ${image} is not present in the Docker engine; build one offline with docker/build-image.sh (or docker pull it)`,
+        `The image ${image} is not present in the Docker engine; ${missingImageHint(image)}`,
         {
           details: { image },
         },

@@ -2,9 +2,15 @@ import type { CommonWorkspaceOptions } from '@ws/core';
 import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import type Docker from 'dockerode';
 import { containerName, type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
+import {
+  DEFAULT_DOCKER_IMAGE,
+  type DockerImageResult,
+  type EnsureDockerImageOptions,
+  ensureDockerImage,
+} from './image-build.js';
 
-/** The image used when none is given (build it offline with `docker/build-image.sh`). */
-export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
+// The image used when none is given: get it with `npx ws-docker-image` or `DockerWorkspace.ensureImage()`.
+export { DEFAULT_DOCKER_IMAGE };
 
 /** Options of {@link DockerWorkspace}. */
 export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
@@ -59,6 +65,30 @@ const DOCKER_KEYS = [
  * they cost a fraction of a `docker exec`.
  */
 export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
+  /**
+   * Makes sure the workspace image is in the Docker engine, so that `open()` can start a container:
+   * resolves at once, reporting nothing, when the engine has `image` (default
+   * {@link DEFAULT_DOCKER_IMAGE}), whatever built it. Otherwise builds it as `npx ws-docker-image`
+   * does (with `<image>-bare`, the same without node and ripgrep), reporting each progress line
+   * (`[12s] step`) to `onProgress`: `from: 'debian'` (default) needs no registry (debootstrap from
+   * Debian's mirror; root, debootstrap and the docker CLI), `from: 'dockerfile'` runs `docker build`
+   * of the shipped Dockerfile (`FROM node:20-bookworm-slim`: needs a registry). A build takes from
+   * half a minute up.
+   *
+   * ```ts
+   * await DockerWorkspace.ensureImage({ onProgress: (line) => console.error(line) });
+   * await using workspace = await DockerWorkspace.open({ hostWorkdir: './agent-workspace' });
+   * ```
+   *
+   * @returns the image, whether this call built it, its size in bytes and the seconds taken.
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option or a bad tag; `BACKEND_UNAVAILABLE` when
+   * the engine does not answer or the build's tools are missing (debootstrap, root, docker CLI);
+   * `BACKEND_ERROR` when the build fails; `ABORTED` when `signal` fires (the build is stopped).
+   */
+  static ensureImage(options: EnsureDockerImageOptions = {}): Promise<DockerImageResult> {
+    return ensureDockerImage(options);
+  }
+
   /** @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`) or an unsafe workspace id. */
   constructor(options: DockerWorkspaceOptions = {}) {
     checkOptionKeys('DockerWorkspace', options, DOCKER_KEYS);

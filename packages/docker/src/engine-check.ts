@@ -1,4 +1,5 @@
 import Docker from 'dockerode';
+import { missingImageHint } from './image-build.js';
 
 /** Why Docker workspaces cannot run here (no engine, or the image is missing), or undefined. */
 export async function dockerProblem(
@@ -13,7 +14,7 @@ export async function dockerProblem(
   try {
     await docker.getImage(image).inspect();
   } catch {
-    return `the image ${image} is missing; build it offline with docker/build-image.sh`;
+    return `the image ${image} is missing; ${missingImageHint(image)}`;
   }
   return undefined;
 }

@@ -4,4 +4,11 @@ export { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 export type { DockerWorkspaceOptions } from './docker-workspace.js';
 export { DEFAULT_DOCKER_IMAGE, DockerWorkspace } from './docker-workspace.js';
 export { dockerProblem } from './engine-check.js';
+export type {
+  BuildDockerImageOptions,
+  DockerImageResult,
+  DockerImageSource,
+  EnsureDockerImageOptions,
+} from './image-build.js';
+export { buildDockerImage, DOCKER_IMAGE_DIR, missingImageHint } from './image-build.js';
 export { removeOwnedContainers } from './reap.js';

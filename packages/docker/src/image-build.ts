@@ -1,0 +1,441 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { isWsError, WsError } from '@ws/core';
+import { abortError, throwIfAborted } from '@ws/core/backend';
+import Docker from 'dockerode';
+
+/** The image used when none is given: get it with `npx ws-docker-image` or `DockerWorkspace.ensureImage()`. */
+export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
+
+/**
+ * Where the workspace image comes from: `debian`, a root filesystem made by debootstrap from Debian's
+ * package mirror (no registry; needs root, debootstrap and the docker CLI); `dockerfile`, a
+ * `docker build` of the shipped Dockerfile (`FROM node:20-bookworm-slim`: needs a registry).
+ */
+export type DockerImageSource = 'debian' | 'dockerfile';
+
+/**
+ * The shipped folder holding `build-image.sh` and `Dockerfile`: `image/` in the package, beside
+ * `src/` and `dist/`, so it is found from a source checkout and from `node_modules` alike.
+ */
+export const DOCKER_IMAGE_DIR = fileURLToPath(new URL('../image/', import.meta.url));
+
+/** Options of {@link buildDockerImage}. */
+export interface BuildDockerImageOptions {
+  /** The tag to build; `<tag>-bare` (no node, no ripgrep) is built too. Default: {@link DEFAULT_DOCKER_IMAGE}. */
+  tag?: string;
+  /** Where the image comes from. Default: `debian` (no registry). */
+  from?: DockerImageSource;
+  /** The Debian mirror URL. Default: `http://deb.debian.org/debian` (for `dockerfile`: the base image's own). */
+  mirror?: string;
+  /** Rebuild even when an image with the same fingerprint exists. */
+  force?: boolean;
+  /** Called with each progress line (`[12s] …`: elapsed seconds, then the step), as the build goes. */
+  onProgress?: (line: string) => void;
+  /** Stops the build (its processes and temporary files included); the call then throws `ABORTED`. */
+  signal?: AbortSignal;
+  /**
+   * The engine to check and, for `dockerfile`, to build with. Default: the local engine. The `debian`
+   * build drives the docker CLI, so it reaches the engine of `DOCKER_HOST` (the local one by default).
+   */
+  client?: Docker | Docker.DockerOptions;
+}
+
+/** What {@link buildDockerImage} and `DockerWorkspace.ensureImage()` leave in the engine. */
+export interface DockerImageResult {
+  /** The image's tag. */
+  image: string;
+  /** Whether this call built it (false: it was there already, or up to date). */
+  built: boolean;
+  /** The image's size in bytes, as the engine reports it. */
+  sizeBytes: number;
+  /** Seconds the call took. */
+  seconds: number;
+}
+
+/** Options of `DockerWorkspace.ensureImage()`. */
+export interface EnsureDockerImageOptions {
+  /** The image to make sure of. Default: {@link DEFAULT_DOCKER_IMAGE}. */
+  image?: string;
+  /** Where to build it from when it is missing. Default: `debian` (no registry). */
+  from?: DockerImageSource;
+  /** Called with each progress line of a build (never when the image is already there). */
+  onProgress?: (line: string) => void;
+  /** Stops a build; the call then throws `ABORTED`. */
+  signal?: AbortSignal;
+  /** An existing dockerode client, or options for a new one. Default: the local engine. */
+  client?: Docker | Docker.DockerOptions;
+}
+
+const ENSURE_KEYS = new Set(['image', 'from', 'onProgress', 'signal', 'client']);
+const FINGERPRINT_LABEL = 'ws.image.fingerprint';
+const HEARTBEAT_MS = 10_000;
+const DOCKERFILE_HINT =
+  "or build from the Dockerfile instead (ws-docker-image --from dockerfile, or from: 'dockerfile')";
+
+/** The command that builds `image`, as a missing-image error should name it. */
+export function imageCommand(image: string): string {
+  if (image === DEFAULT_DOCKER_IMAGE) return 'npx ws-docker-image';
+  return `npx ws-docker-image --tag ${/^[\w.:/@-]+$/.test(image) ? image : `'${image.replaceAll("'", `'\\''`)}'`}`;
+}
+
+/** How to get a missing `image`, for error messages: the exact command, and the API call. */
+export function missingImageHint(image: string): string {
+  if (image === DEFAULT_DOCKER_IMAGE)
+    return 'build it with `npx ws-docker-image` (or `await DockerWorkspace.ensureImage()`)';
+  return `docker pull it, or build the workspace image under that name with \`${imageCommand(image)}\` (or \`await DockerWorkspace.ensureImage({ image: ${JSON.stringify(image)} })\`)`;
+}
+
+/**
+ * Builds the workspace image (and `<tag>-bare`) unless an image with the same fingerprint exists:
+ * `debian` runs the shipped `image/build-image.sh` (debootstrap), `dockerfile` builds the shipped
+ * `image/Dockerfile` through the Engine API. What `npx ws-docker-image` runs.
+ * @throws WsError `INVALID_ARGUMENT` for a bad option; `BACKEND_UNAVAILABLE` when the engine, the
+ * docker CLI, debootstrap or root is missing; `BACKEND_ERROR` when the build fails; `ABORTED`.
+ */
+export async function buildDockerImage(options: BuildDockerImageOptions = {}): Promise<DockerImageResult> {
+  const tag = options.tag ?? DEFAULT_DOCKER_IMAGE;
+  const from = options.from ?? 'debian';
+  checkTag(tag);
+  checkSource(from);
+  if (options.mirror !== undefined && !/^[a-z][a-z0-9+.-]*:[^\s|'"\\]+$/i.test(options.mirror))
+    throw new WsError('INVALID_ARGUMENT', `mirror must be a URL, not ${JSON.stringify(options.mirror)}`);
+  throwIfAborted(options.signal);
+  const docker = dockerClient(options.client);
+  const started = Date.now();
+  await ping(docker);
+  const before = await inspectImage(docker, tag);
+  const progress = new Progress(started, options.onProgress);
+  try {
+    if (from === 'debian') await buildFromDebian(tag, options, progress);
+    else await buildFromDockerfile(docker, tag, options, progress);
+  } finally {
+    progress.stop();
+  }
+  const after = await inspectImage(docker, tag);
+  if (after === undefined)
+    throw new WsError(
+      'BACKEND_ERROR',
+      `The build of ${tag} finished but the engine has no such image (the debian build goes to the engine of the docker CLI, DOCKER_HOST)`,
+      { details: { image: tag, from } },
+    );
+  return {
+    image: tag,
+    built: after.Id !== before?.Id,
+    sizeBytes: after.Size,
+    seconds: Math.round((Date.now() - started) / 1000),
+  };
+}
+
+/** `DockerWorkspace.ensureImage()`: see there. */
+export async function ensureDockerImage(options: EnsureDockerImageOptions = {}): Promise<DockerImageResult> {
+  if (typeof options !== 'object' || options === null)
+    throw new WsError('INVALID_ARGUMENT', 'DockerWorkspace.ensureImage takes an options object');
+  for (const key of Object.keys(options))
+    if (!ENSURE_KEYS.has(key))
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `DockerWorkspace.ensureImage has no option ${JSON.stringify(key)}`,
+        {
+          details: { option: key },
+        },
+      );
+  const image = options.image ?? DEFAULT_DOCKER_IMAGE;
+  checkTag(image);
+  checkSource(options.from);
+  throwIfAborted(options.signal);
+  const docker = dockerClient(options.client);
+  const present = await inspectImage(docker, image);
+  if (present !== undefined) return { image, built: false, sizeBytes: present.Size, seconds: 0 };
+  return buildDockerImage({
+    tag: image,
+    client: docker,
+    ...(options.from !== undefined ? { from: options.from } : {}),
+    ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
+    ...(options.signal !== undefined ? { signal: options.signal } : {}),
+  });
+}
+
+/** Progress lines `[12s] step`, and a line every few seconds while a step runs quietly. */
+class Progress {
+  private step = 'starting';
+  private readonly timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(
+    private readonly started: number,
+    private readonly sink: ((line: string) => void) | undefined,
+  ) {
+    if (sink) {
+      this.timer = setInterval(() => this.emit(`… still working: ${this.step}`), HEARTBEAT_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Reports `message`; it names the current step unless `quiet` (a log line rather than a step). */
+  line(message: string, quiet = false): void {
+    if (!quiet) this.step = message.replace(/ \(.*$/, '');
+    this.emit(message);
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  private emit(message: string): void {
+    try {
+      this.sink?.(`[${Math.round((Date.now() - this.started) / 1000)}s] ${message}`);
+    } catch {
+      // A failing progress callback does not stop the build.
+    }
+  }
+}
+
+async function buildFromDebian(
+  tag: string,
+  options: BuildDockerImageOptions,
+  progress: Progress,
+): Promise<void> {
+  if (!onPath('docker'))
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `The docker CLI is not on PATH (the debian build drives it): install it, ${DOCKERFILE_HINT}`,
+      { details: { image: tag, from: 'debian' } },
+    );
+  const script = join(DOCKER_IMAGE_DIR, 'build-image.sh');
+  progress.line(`from debian: ${script} ${tag}`);
+  const env: NodeJS.ProcessEnv = { ...process.env, FORCE: options.force ? '1' : '' };
+  if (options.mirror !== undefined) env.MIRROR = options.mirror;
+  // Its own process group, so that an abort stops debootstrap and docker too, not only bash.
+  const child = spawn('bash', [script, tag], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const errors: string[] = [];
+  createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.trim()) progress.line(line.replace(/^build-image: /, ''));
+  });
+  createInterface({ input: child.stderr! }).on('line', (line) => {
+    if (!line.trim()) return;
+    errors.push(line);
+    if (errors.length > 30) errors.shift();
+    progress.line(line.replace(/^build-image: /, ''), !line.startsWith('build-image: '));
+  });
+  const code = await waitFor(child, options.signal);
+  if (code === 0) return;
+  const last = errors.findLast((line) => line.startsWith('build-image: ')) ?? errors.at(-1);
+  const reason = last?.replace(/^build-image: /, '') ?? `build-image.sh exited with code ${code}`;
+  const details = { image: tag, from: 'debian', exitCode: code, log: errors };
+  if (reason.includes('debootstrap is missing'))
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `debootstrap is missing: install it as root (apt-get install debootstrap), ${DOCKERFILE_HINT}`,
+      { details },
+    );
+  if (reason.includes('needs root'))
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `The debian build runs debootstrap, which needs root: run it as root (e.g. sudo npx ws-docker-image), ${DOCKERFILE_HINT}`,
+      { details },
+    );
+  throw new WsError('BACKEND_ERROR', `Building ${tag} from debian failed: ${reason}`, { details });
+}
+
+/** Waits for the build script; on abort, stops its whole process group and throws `ABORTED` once it exited. */
+function waitFor(child: ChildProcess, signal: AbortSignal | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const kill = (how: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, how);
+      } catch {
+        // Already gone.
+      }
+    };
+    let hard: ReturnType<typeof setTimeout> | undefined;
+    const onAbort = () => {
+      kill('SIGTERM');
+      hard = setTimeout(() => kill('SIGKILL'), 10_000);
+      hard.unref();
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    child.once('error', (error) => {
+      signal?.removeEventListener('abort', onAbort);
+      reject(new WsError('BACKEND_UNAVAILABLE', `Cannot run bash for the debian build: ${error.message}`));
+    });
+    child.once('close', (code, killedBy) => {
+      signal?.removeEventListener('abort', onAbort);
+      if (hard) clearTimeout(hard);
+      if (signal?.aborted) reject(abortError(signal));
+      else resolve(code ?? (killedBy ? 128 : 1));
+    });
+  });
+}
+
+async function buildFromDockerfile(
+  docker: Docker,
+  tag: string,
+  options: BuildDockerImageOptions,
+  progress: Progress,
+): Promise<void> {
+  const file = join(DOCKER_IMAGE_DIR, 'Dockerfile');
+  const fingerprint = createHash('sha256')
+    .update(`${readFileSync(file, 'utf8')}\n${options.mirror ?? ''}`)
+    .digest('hex')
+    .slice(0, 16);
+  const bare = `${tag}-bare`;
+  const labelOf = async (name: string) =>
+    (await inspectImage(docker, name))?.Config?.Labels?.[FINGERPRINT_LABEL];
+  const build = (target: 'workspace' | 'bare', name: string) =>
+    dockerBuild(docker, { target, name, fingerprint, options, progress });
+  if (!options.force && (await labelOf(tag)) === fingerprint) {
+    progress.line(`${tag} is up to date (${fingerprint})`);
+    if ((await labelOf(bare)) !== `${fingerprint}-bare`) {
+      await build('bare', bare);
+      progress.line(`${bare} built (no node, no ripgrep)`);
+    }
+    return;
+  }
+  const started = Date.now();
+  progress.line(`building ${tag} with docker build (${file})`);
+  await build('workspace', tag);
+  const size = (await inspectImage(docker, tag))?.Size ?? 0;
+  progress.line(`${tag} built in ${Math.round((Date.now() - started) / 1000)} s (${megabytes(size)})`);
+  await build('bare', bare);
+  progress.line(`${bare} built (no node, no ripgrep)`);
+}
+
+async function dockerBuild(
+  docker: Docker,
+  build: {
+    target: 'workspace' | 'bare';
+    name: string;
+    fingerprint: string;
+    options: BuildDockerImageOptions;
+    progress: Progress;
+  },
+): Promise<void> {
+  const { signal, mirror, force } = build.options;
+  const fail = (reason: string, cause?: unknown) =>
+    new WsError(
+      'BACKEND_ERROR',
+      `docker build of ${build.name} failed: ${firstLine(reason)} (the Dockerfile needs a registry for node:20-bookworm-slim; --from debian needs none)`,
+      { cause, details: { image: build.name, from: 'dockerfile' } },
+    );
+  let stream: NodeJS.ReadableStream;
+  try {
+    stream = await docker.buildImage(
+      { context: DOCKER_IMAGE_DIR, src: ['Dockerfile'] },
+      {
+        t: build.name,
+        target: build.target,
+        buildargs: { WS_FINGERPRINT: build.fingerprint, ...(mirror !== undefined ? { MIRROR: mirror } : {}) },
+        rm: true,
+        forcerm: true,
+        ...(force ? { nocache: true } : {}),
+        ...(signal ? { abortSignal: signal } : {}),
+      },
+    );
+  } catch (error) {
+    if (signal?.aborted) throw abortError(signal);
+    throw fail((error as Error).message, error);
+  }
+  await new Promise<void>((resolve, reject) => {
+    let failure: string | undefined;
+    const onAbort = () => {
+      (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
+      reject(abortError(signal));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = (error?: unknown) => {
+      signal?.removeEventListener('abort', onAbort);
+      if (signal?.aborted) reject(abortError(signal));
+      else if (failure !== undefined) reject(fail(failure));
+      else if (error !== undefined) reject(fail((error as Error).message, error));
+      else resolve();
+    };
+    createInterface({ input: stream })
+      .on('line', (line) => {
+        let event: { stream?: string; status?: string; error?: string };
+        try {
+          event = JSON.parse(line);
+        } catch {
+          return;
+        }
+        if (event.error) failure ??= event.error;
+        const text = (event.stream ?? '').trim();
+        if (/^Step \d+\/\d+ : /.test(text)) build.progress.line(truncate(text));
+        const status = event.status ?? '';
+        if (/^(Pulling from|Digest:|Status:)/.test(status)) build.progress.line(truncate(status), true);
+      })
+      .once('close', () => done());
+    stream.once('error', (error) => done(error));
+  });
+}
+
+function checkTag(tag: unknown): asserts tag is string {
+  if (typeof tag !== 'string' || !/^[A-Za-z0-9][\w.:/@-]*$/.test(tag))
+    throw new WsError('INVALID_ARGUMENT', `Not an image tag: ${JSON.stringify(tag)}`);
+}
+
+function checkSource(from: unknown): void {
+  if (from !== undefined && from !== 'debian' && from !== 'dockerfile')
+    throw new WsError(
+      'INVALID_ARGUMENT',
+      `from must be 'debian' or 'dockerfile', not ${JSON.stringify(from)}`,
+    );
+}
+
+function dockerClient(client: Docker | Docker.DockerOptions | undefined): Docker {
+  return client instanceof Docker ? client : new Docker(client);
+}
+
+async function ping(docker: Docker): Promise<void> {
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `No Docker engine answers (${firstLine((error as Error).message)}); start dockerd`,
+      { cause: error },
+    );
+  }
+}
+
+/** The image's inspection, or undefined when the engine has no such image. */
+async function inspectImage(docker: Docker, name: string): Promise<Docker.ImageInspectInfo | undefined> {
+  try {
+    return await docker.getImage(name).inspect();
+  } catch (error) {
+    if ((error as { statusCode?: number }).statusCode === 404) return undefined;
+    if (isWsError(error)) throw error;
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `Cannot inspect the image ${name} (${firstLine((error as Error).message)}); is the Docker engine running?`,
+      { cause: error },
+    );
+  }
+}
+
+function onPath(command: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
+    try {
+      accessSync(join(dir || '.', command), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** `257 MB`, as build-image.sh prints sizes. */
+export function megabytes(bytes: number): string {
+  return `${Math.round(bytes / 1e6)} MB`;
+}
+
+function firstLine(text: string): string {
+  return text.trim().split('\n')[0] ?? '';
+}
+
+function truncate(text: string, max = 120): string {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
