@@ -211,4 +211,45 @@ describe('gateway', () => {
     const stat = await relayed.json<{ type: string }>('POST', '/files/op', { op: 'stat', path: workdir });
     expect(stat.type).toBe('directory');
   });
+
+  it('survives a sandbox whose command output reaches the host only as text, with base64 relay output', async () => {
+    const socketPath = (client.channel as { socketPath: string }).socketPath;
+    const token = (client as unknown as { token: string }).token;
+    const all = new Uint8Array(256 * 64).map((_, index) => index % 256);
+    const path = join(workdir, 'all-bytes.bin');
+    writeFileSync(path, all);
+    // What a vendor SDK that decodes stdout as UTF-8 hands over: invalid sequences become U+FFFD.
+    const host = new LocalSandbox({ workdir });
+    const textOnly = Object.create(host) as LocalSandbox;
+    textOnly.exec = (argv, options = {}) => {
+      const decoder = new TextDecoder();
+      const encoder = new TextEncoder();
+      const onStdout = options.onStdout;
+      return host.exec(argv, {
+        ...options,
+        ...(onStdout
+          ? {
+              onStdout: (chunk: Uint8Array) =>
+                onStdout(encoder.encode(decoder.decode(chunk, { stream: true }))),
+            }
+          : {}),
+      });
+    };
+    const readThrough = async (output: 'binary' | 'base64') => {
+      const relayed = new GatewayClient(
+        { kind: 'relay', sandbox: textOnly, target: socketPath, node: process.execPath, output },
+        token,
+      );
+      const response = await relayed.request('GET', `/files?path=${encodeURIComponent(path)}`);
+      const chunks: Buffer[] = [];
+      for await (const chunk of response) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    };
+    const lossy = await readThrough('binary').then(
+      (bytes) => bytes,
+      (error: unknown) => error,
+    );
+    expect(Buffer.isBuffer(lossy) && lossy.equals(Buffer.from(all))).toBe(false);
+    expect((await readThrough('base64')).equals(Buffer.from(all))).toBe(true);
+  });
 });

@@ -20,6 +20,12 @@ export type GatewayChannel =
       readonly target: string;
       /** The sandbox's node executable. */
       readonly node: string;
+      /**
+       * How the relay writes what the gateway sends: `binary` (default) as it is; `base64`, one line
+       * per chunk, for a sandbox whose command output reaches the host only as text (a vendor SDK
+       * that decodes stdout as UTF-8 would corrupt the bytes otherwise).
+       */
+      readonly output?: 'binary' | 'base64';
     };
 
 /** Options of one gateway request. */
@@ -41,6 +47,13 @@ const s=/^\\d+$/.test(t)?net.connect(Number(t),'127.0.0.1'):net.connect(t);
 s.on('connect',()=>{up=true});
 s.on('error',e=>{process.stderr.write(String(e&&e.message||e));process.exit(up?4:3)});
 process.stdin.pipe(s,{end:false});s.pipe(process.stdout);s.on('close',()=>process.exit(0));`;
+// The same, writing the gateway's bytes as base64 lines; it exits once stdout has taken them all.
+const RELAY_SCRIPT_BASE64 = `const net=require('net');const t=process.argv[1];let up=false;
+const s=/^\\d+$/.test(t)?net.connect(Number(t),'127.0.0.1'):net.connect(t);
+s.on('connect',()=>{up=true});
+s.on('error',e=>{process.stderr.write(String(e&&e.message||e));process.exit(up?4:3)});
+process.stdin.pipe(s,{end:false});s.on('data',d=>process.stdout.write(d.toString('base64')+'\\n'));
+s.on('close',()=>process.stdout.write('',()=>process.exit(0)));`;
 
 /** The most a JSON answer of the gateway may hold: an answer past it is refused, not buffered. */
 export const GATEWAY_MAX_JSON_BYTES = 64 * 1024 * 1024;
@@ -81,12 +94,25 @@ function relayConnection(channel: Extract<GatewayChannel, { kind: 'relay' }>): D
       callback(error);
     },
   });
+  const base64 = channel.output === 'base64';
+  const decoder = new TextDecoder();
+  let pending = '';
   channel.sandbox
-    .exec([channel.node, '-e', RELAY_SCRIPT, channel.target], {
+    .exec([channel.node, '-e', base64 ? RELAY_SCRIPT_BASE64 : RELAY_SCRIPT, channel.target], {
       stdin: input.iterate(),
       maxOutputBytes: 0,
       onStdout: (chunk) => {
-        duplex.push(Buffer.from(chunk));
+        if (!base64) {
+          duplex.push(Buffer.from(chunk));
+          return;
+        }
+        pending += decoder.decode(chunk, { stream: true });
+        let end = pending.indexOf('\n');
+        while (end !== -1) {
+          if (end > 0) duplex.push(Buffer.from(pending.slice(0, end), 'base64'));
+          pending = pending.slice(end + 1);
+          end = pending.indexOf('\n');
+        }
       },
       onStderr: (chunk) => {
         stderr += new TextDecoder().decode(chunk);
