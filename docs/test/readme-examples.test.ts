@@ -1,7 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module shared with the consumer smoke test.
@@ -25,8 +25,24 @@ function prepareScratch(): void {
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(join(scratch, 'node_modules/@ws'), { recursive: true });
   for (const group of ['packages', 'apps']) {
-    for (const name of readdirSync(join(root, group)))
+    for (const name of readdirSync(join(root, group))) {
       symlinkSync(join(root, group, name), join(scratch, 'node_modules/@ws', name));
+      // The packages' own dependencies too (e2b for the emulator's example), as an install would have them.
+      const modules = join(root, group, name, 'node_modules');
+      if (!existsSync(modules)) continue;
+      for (const dep of readdirSync(modules)) {
+        if (dep.startsWith('.') || dep === '@ws') continue;
+        const dirs = dep.startsWith('@')
+          ? readdirSync(join(modules, dep)).map((inner) => `${dep}/${inner}`)
+          : [dep];
+        for (const dir of dirs) {
+          const link = join(scratch, 'node_modules', dir);
+          if (existsSync(link)) continue;
+          mkdirSync(dirname(link), { recursive: true });
+          symlinkSync(join(modules, dir), link);
+        }
+      }
+    }
   }
   writeFileSync(join(scratch, 'package.json'), '{ "type": "module", "private": true }\n');
 }

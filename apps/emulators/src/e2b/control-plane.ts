@@ -1,0 +1,354 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type Docker from 'dockerode';
+import { HttpError, isRecord, readJson, sendEmpty, sendError, sendJson } from '../http/http-util.js';
+import { DEFAULT_TIMEOUT_SECONDS, type SandboxRecord, type SandboxRegistry } from './sandbox-registry.js';
+
+/** What the REST control plane needs from the emulator. */
+export interface ControlPlaneContext {
+  registry: SandboxRegistry;
+  docker: Docker;
+  templates: Readonly<Record<string, string>>;
+  /** Accepted `X-API-KEY` values; undefined accepts any non-empty key. */
+  apiKeys: ReadonlySet<string> | undefined;
+  envdVersion: string;
+  resources: { cpuCount: number; memoryMB: number };
+}
+
+// Deprecated in E2B's API but still required in its schemas.
+const CLIENT_ID = 'ws-emulator';
+const DEFAULT_LIST_LIMIT = 100;
+const MAX_LIST_LIMIT = 1000;
+const STATES = ['running', 'paused'] as const;
+
+type Route = (
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+  id: string,
+) => Promise<void>;
+
+const ROUTES: { method: string; pattern: RegExp; handle: Route }[] = [
+  { method: 'POST', pattern: /^\/v2\/sandboxes$/, handle: (c, q, s) => createSandbox(c, q, s) },
+  { method: 'GET', pattern: /^\/v2\/sandboxes$/, handle: (c, q, s) => listSandboxes(c, q, s) },
+  { method: 'POST', pattern: /^\/v2\/sandboxes\/([^/]+)\/connect$/, handle: connectSandbox },
+  { method: 'GET', pattern: /^\/sandboxes\/([^/]+)$/, handle: getSandbox },
+  { method: 'DELETE', pattern: /^\/sandboxes\/([^/]+)$/, handle: killSandbox },
+  { method: 'POST', pattern: /^\/sandboxes\/([^/]+)\/timeout$/, handle: setSandboxTimeout },
+  { method: 'POST', pattern: /^\/sandboxes\/([^/]+)\/pause$/, handle: pauseSandbox },
+];
+
+/** Serves one control-plane request (`X-API-KEY` checked first). */
+export async function handleControlPlane(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const key = request.headers['x-api-key'];
+  const apiKey = Array.isArray(key) ? key[0] : key;
+  if (!apiKey || (context.apiKeys !== undefined && !context.apiKeys.has(apiKey))) {
+    sendError(response, 401, apiKey ? 'Invalid API key' : 'Missing X-API-KEY header');
+    return;
+  }
+  const path = new URL(request.url ?? '/', 'http://emulator').pathname;
+  let pathMatched = false;
+  for (const route of ROUTES) {
+    const match = route.pattern.exec(path);
+    if (!match) continue;
+    pathMatched = true;
+    if (route.method !== request.method) continue;
+    let id = '';
+    try {
+      id = decodeURIComponent(match[1] ?? '');
+    } catch {
+      throw new HttpError(400, 'malformed sandbox id');
+    }
+    await route.handle(context, request, response, id);
+    return;
+  }
+  if (pathMatched) sendError(response, 405, `${request.method} is not allowed on ${path}`);
+  else sendError(response, 404, `${path} is not part of the emulated E2B API`);
+}
+
+function stringMap(value: unknown, field: string): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) throw new HttpError(400, `${field} must be an object of strings`);
+  const out: Record<string, string> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item !== 'string') throw new HttpError(400, `${field}.${key} must be a string`);
+    out[key] = item;
+  }
+  return out;
+}
+
+function timeoutSeconds(value: unknown): number {
+  if (value === undefined || value === null) return DEFAULT_TIMEOUT_SECONDS;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new HttpError(400, 'timeout must be a non-negative integer (seconds)');
+  }
+  return value;
+}
+
+function optionalBoolean(value: unknown, field: string): boolean | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'boolean') throw new HttpError(400, `${field} must be a boolean`);
+  return value;
+}
+
+async function bodyObject(request: IncomingMessage): Promise<Record<string, unknown>> {
+  const body = await readJson(request);
+  if (body === undefined) return {};
+  if (!isRecord(body)) throw new HttpError(400, 'request body must be a JSON object');
+  return body;
+}
+
+async function resolveTemplate(
+  context: ControlPlaneContext,
+  templateId: string,
+): Promise<{ image: string; alias?: string }> {
+  const mapped = context.templates[templateId];
+  const image = mapped ?? templateId;
+  try {
+    await context.docker.getImage(image).inspect();
+  } catch {
+    throw new HttpError(
+      400,
+      mapped
+        ? `template '${templateId}' maps to the image ${mapped}, which the Docker engine does not have`
+        : `template '${templateId}' not found (neither a configured template nor an image in the Docker engine)`,
+    );
+  }
+  return mapped ? { image, alias: templateId } : { image };
+}
+
+function sandboxBody(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+  return {
+    sandboxID: record.sandboxId,
+    templateID: record.templateId,
+    ...(record.alias ? { alias: record.alias } : {}),
+    clientID: CLIENT_ID,
+    envdVersion: context.envdVersion,
+    envdAccessToken: record.envdAccessToken,
+    domain: null,
+    trafficAccessToken: null,
+  };
+}
+
+function listedBody(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+  return {
+    sandboxID: record.sandboxId,
+    templateID: record.templateId,
+    ...(record.alias ? { alias: record.alias } : {}),
+    clientID: CLIENT_ID,
+    cpuCount: context.resources.cpuCount,
+    memoryMB: context.resources.memoryMB,
+    diskSizeMB: 0,
+    startedAt: record.startedAt.toISOString(),
+    endAt: record.endAt.toISOString(),
+    state: record.state,
+    envdVersion: context.envdVersion,
+    metadata: { ...record.metadata },
+    volumeMounts: [],
+  };
+}
+
+function detailBody(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+  return {
+    ...listedBody(context, record),
+    envdAccessToken: record.envdAccessToken,
+    domain: null,
+    allowInternetAccess: record.allowInternetAccess,
+    lifecycle: { onTimeout: record.autoPause ? 'pause' : 'kill', autoResume: record.autoResume },
+  };
+}
+
+function notFound(sandboxId: string): HttpError {
+  return new HttpError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+}
+
+async function createSandbox(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const body = await bodyObject(request);
+  const templateId = body.templateID;
+  if (typeof templateId !== 'string' || templateId === '') throw new HttpError(400, 'templateID is required');
+  const metadata = stringMap(body.metadata, 'metadata');
+  const envVars = stringMap(body.envVars, 'envVars');
+  const timeout = timeoutSeconds(body.timeout);
+  const autoPause = optionalBoolean(body.autoPause, 'autoPause') ?? false;
+  const autoResume = isRecord(body.autoResume)
+    ? (optionalBoolean(body.autoResume.enabled, 'autoResume.enabled') ?? false)
+    : false;
+  const allowInternetAccess = optionalBoolean(body.allow_internet_access, 'allow_internet_access') ?? null;
+  if (Array.isArray(body.volumeMounts) && body.volumeMounts.length > 0) {
+    throw new HttpError(400, 'volume mounts are not supported by the emulator');
+  }
+  const template = await resolveTemplate(context, templateId);
+  const record = await context.registry.create({
+    templateId,
+    image: template.image,
+    alias: template.alias,
+    metadata,
+    envVars,
+    timeoutSeconds: timeout,
+    autoPause,
+    autoResume,
+    allowInternetAccess,
+  });
+  sendJson(response, 201, sandboxBody(context, record));
+}
+
+function parseMetadataFilter(raw: string | null): Record<string, string> {
+  if (!raw) return {};
+  // The SDK encodes each key and value, then URL-encodes the joined `k=v&k2=v2` once more; the query
+  // parser undid that outer layer, URLSearchParams undoes the next, decodeURIComponent the last.
+  const filter: Record<string, string> = {};
+  for (const [key, value] of new URLSearchParams(raw)) {
+    filter[safeDecode(key)] = safeDecode(value);
+  }
+  return filter;
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+interface Cursor {
+  startedAt: number;
+  sandboxId: string;
+}
+
+function encodeCursor(record: SandboxRecord): string {
+  return Buffer.from(`${record.startedAt.getTime()}:${record.sandboxId}`).toString('base64url');
+}
+
+function decodeCursor(token: string): Cursor {
+  const [time, sandboxId] = Buffer.from(token, 'base64url').toString('utf8').split(':');
+  const startedAt = Number(time);
+  if (!sandboxId || !Number.isFinite(startedAt)) throw new HttpError(400, 'invalid nextToken');
+  return { startedAt, sandboxId };
+}
+
+async function listSandboxes(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  const query = new URL(request.url ?? '/', 'http://emulator').searchParams;
+  const metadata = parseMetadataFilter(query.get('metadata'));
+  const states = query
+    .getAll('state')
+    .flatMap((value) => value.split(','))
+    .filter((value) => value !== '');
+  for (const state of states) {
+    if (!(STATES as readonly string[]).includes(state)) throw new HttpError(400, `unknown state '${state}'`);
+  }
+  const wanted = new Set(states.length > 0 ? states : STATES);
+  const limitText = query.get('limit');
+  const limit = limitText === null ? DEFAULT_LIST_LIMIT : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new HttpError(400, `limit must be an integer from 1 to ${MAX_LIST_LIMIT}`);
+  }
+  const order = query.get('order') ?? 'desc';
+  if (order !== 'asc' && order !== 'desc') throw new HttpError(400, 'order must be asc or desc');
+  const template = query.get('template');
+  const startedAfterText = query.get('startedAfter');
+  const startedAfter = startedAfterText ? new Date(startedAfterText) : undefined;
+  if (startedAfter && Number.isNaN(startedAfter.getTime())) throw new HttpError(400, 'invalid startedAfter');
+  const tokenText = query.get('nextToken');
+  const cursor = tokenText ? decodeCursor(tokenText) : undefined;
+
+  const direction = order === 'asc' ? 1 : -1;
+  const compare = (a: Cursor, b: Cursor) =>
+    direction *
+    (a.startedAt - b.startedAt || (a.sandboxId < b.sandboxId ? -1 : a.sandboxId > b.sandboxId ? 1 : 0));
+  const key = (record: SandboxRecord): Cursor => ({
+    startedAt: record.startedAt.getTime(),
+    sandboxId: record.sandboxId,
+  });
+  const matching = context.registry
+    .list()
+    .filter((record) => wanted.has(record.state))
+    .filter((record) => Object.entries(metadata).every(([name, value]) => record.metadata[name] === value))
+    .filter((record) => !template || record.templateId === template || record.alias === template)
+    .filter((record) => !startedAfter || record.startedAt >= startedAfter)
+    .sort((a, b) => compare(key(a), key(b)));
+  const remaining = cursor ? matching.filter((record) => compare(key(record), cursor) > 0) : matching;
+  const page = remaining.slice(0, limit);
+  const headers: Record<string, string> = {};
+  const last = page[page.length - 1];
+  if (remaining.length > limit && last) headers['x-next-token'] = encodeCursor(last);
+  if (wanted.has('running')) {
+    headers['x-total-running'] = String(matching.filter((record) => record.state === 'running').length);
+  }
+  sendJson(
+    response,
+    200,
+    page.map((record) => listedBody(context, record)),
+    headers,
+  );
+}
+
+async function getSandbox(
+  context: ControlPlaneContext,
+  _request: IncomingMessage,
+  response: ServerResponse,
+  sandboxId: string,
+): Promise<void> {
+  const record = context.registry.get(sandboxId);
+  if (!record) throw notFound(sandboxId);
+  sendJson(response, 200, detailBody(context, record));
+}
+
+async function killSandbox(
+  context: ControlPlaneContext,
+  _request: IncomingMessage,
+  response: ServerResponse,
+  sandboxId: string,
+): Promise<void> {
+  if (!(await context.registry.kill(sandboxId))) throw notFound(sandboxId);
+  sendEmpty(response, 204);
+}
+
+async function setSandboxTimeout(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+  sandboxId: string,
+): Promise<void> {
+  const body = await bodyObject(request);
+  if (body.timeout === undefined) throw new HttpError(400, 'timeout is required');
+  const timeout = timeoutSeconds(body.timeout);
+  if (!(await context.registry.setTimeout(sandboxId, timeout))) throw notFound(sandboxId);
+  sendEmpty(response, 204);
+}
+
+async function pauseSandbox(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+  sandboxId: string,
+): Promise<void> {
+  await bodyObject(request);
+  const outcome = await context.registry.pause(sandboxId);
+  if (outcome === 'missing') throw notFound(sandboxId);
+  if (outcome === 'conflict') throw new HttpError(409, `sandbox ${sandboxId} is already paused`);
+  sendEmpty(response, 204);
+}
+
+async function connectSandbox(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+  response: ServerResponse,
+  sandboxId: string,
+): Promise<void> {
+  const body = await bodyObject(request);
+  const outcome = await context.registry.connect(sandboxId, timeoutSeconds(body.timeout));
+  if (!outcome) throw notFound(sandboxId);
+  sendJson(response, outcome.resumed ? 201 : 200, sandboxBody(context, outcome.record));
+}

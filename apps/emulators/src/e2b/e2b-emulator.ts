@@ -1,0 +1,186 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { connectNodeAdapter } from '@connectrpc/connect-node';
+import Docker from 'dockerode';
+import { dockerMessage } from '../docker/exec.js';
+import { HttpError, sendError } from '../http/http-util.js';
+import { type ControlPlaneContext, handleControlPlane } from './control-plane.js';
+import { SANDBOX_ID_HEADER } from './envd-access.js';
+import { loadEnvdDescriptors } from './envd-descriptors.js';
+import { handleEnvdHttp } from './envd-http.js';
+import { registerEnvdServices } from './envd-rpc.js';
+import { E2B_CONTAINER_FILTER, E2B_LABELS } from './sandbox-labels.js';
+import { SandboxRegistry } from './sandbox-registry.js';
+
+/** Templates of a default emulator: E2B's `base` is the workspace image of @ws/docker. */
+export const DEFAULT_E2B_TEMPLATES: Readonly<Record<string, string>> = { base: 'ws-workspace:bookworm' };
+
+/** The envd version the emulator reports; the SDK gates features on it (0.6.4 enables all of 2.51.0's). */
+export const EMULATED_ENVD_VERSION = '0.6.4';
+
+/** The API key in `env` when `apiKeys` does not name one. */
+export const DEFAULT_E2B_API_KEY = 'e2b_emulator';
+
+export interface E2BEmulatorOptions {
+  /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
+  docker?: Docker | Docker.DockerOptions;
+  /**
+   * Template ID → image. Default {@link DEFAULT_E2B_TEMPLATES}. A template ID that is not here but names
+   * an image the engine has also works.
+   */
+  templates?: Readonly<Record<string, string>>;
+  /** The only `X-API-KEY` values accepted; default: any non-empty key. */
+  apiKeys?: readonly string[];
+  /** Period of `keepalive` events on quiet process streams, in ms (default 50 000, as envd's). */
+  keepaliveMs?: number;
+  /** Receives one line per lifecycle event and per request. */
+  onLog?: (line: string) => void;
+}
+
+/** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */
+export interface E2BEmulator extends AsyncDisposable {
+  /** `http://127.0.0.1:<port>`: the REST control plane and envd of every sandbox. */
+  url: string;
+  /** For the SDK's `apiUrl` option (`E2B_API_URL`). */
+  apiUrl: string;
+  /** For the SDK's `sandboxUrl` option (`E2B_SANDBOX_URL`). */
+  sandboxUrl: string;
+  /** `E2B_API_URL`, `E2B_SANDBOX_URL` and `E2B_API_KEY` for the SDK. */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** Host figures reported as each sandbox's CPU count and memory (containers run without limits). */
+async function hostResources(docker: Docker): Promise<{ cpuCount: number; memoryMB: number }> {
+  try {
+    const info = (await docker.info()) as { NCPU?: number; MemTotal?: number };
+    return { cpuCount: info.NCPU ?? 1, memoryMB: Math.floor((info.MemTotal ?? 0) / (1024 * 1024)) };
+  } catch {
+    return { cpuCount: 1, memoryMB: 0 };
+  }
+}
+
+function dockerClient(docker: E2BEmulatorOptions['docker']): Docker {
+  return docker instanceof Docker ? docker : new Docker(docker);
+}
+
+/**
+ * Starts an E2B emulator on 127.0.0.1: the control plane (`/v2/sandboxes`, `/sandboxes/{id}/…`) and
+ * envd (Connect RPC `process.Process` / `filesystem.Filesystem`, `/files`, `/health`; chosen by the
+ * `E2b-Sandbox-Id` header) on one port. Sandboxes are Docker containers labelled `ws.emulator=e2b`; the
+ * sandboxes of an earlier emulator are taken over. Rejects when the engine does not answer or the
+ * installed `e2b` bundle has no envd descriptors.
+ */
+export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promise<E2BEmulator> {
+  const log = options.onLog ?? (() => {});
+  const descriptors = loadEnvdDescriptors();
+  const docker = dockerClient(options.docker);
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new Error(`The E2B emulator needs a Docker engine, and none answers: ${dockerMessage(error)}`, {
+      cause: error,
+    });
+  }
+  const registry = new SandboxRegistry(docker, log);
+  await registry.restore();
+  const context: ControlPlaneContext = {
+    registry,
+    docker,
+    templates: { ...DEFAULT_E2B_TEMPLATES, ...options.templates },
+    apiKeys: options.apiKeys ? new Set(options.apiKeys) : undefined,
+    envdVersion: EMULATED_ENVD_VERSION,
+    resources: await hostResources(docker),
+  };
+  const rpc = connectNodeAdapter({
+    routes: (router) =>
+      registerEnvdServices(router, descriptors, { registry, keepaliveMs: options.keepaliveMs ?? 50_000 }),
+    grpc: false,
+    grpcWeb: false,
+    jsonOptions: { ignoreUnknownFields: true },
+    fallback: (request, response) => {
+      request.resume();
+      sendError(response as ServerResponse, 404, `${request.url} is not part of the emulated envd`);
+    },
+  });
+
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const started = Date.now();
+    response.once('finish', () =>
+      log(`${request.method} ${request.url} ${response.statusCode} ${Date.now() - started}ms`),
+    );
+    try {
+      if (request.headers[SANDBOX_ID_HEADER] !== undefined) {
+        if (!(await handleEnvdHttp(registry, request, response))) rpc(request, response);
+        return;
+      }
+      await handleControlPlane(context, request, response);
+    } catch (error) {
+      request.resume();
+      if (error instanceof HttpError) {
+        sendError(response, error.status, error.message);
+        return;
+      }
+      log(`${request.method} ${request.url} failed: ${dockerMessage(error)}`);
+      sendError(response, 500, dockerMessage(error));
+    }
+  };
+  const server = createServer((request, response) => void handle(request, response));
+  // Uploads and command streams can take long; only idle keep-alive sockets time out.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  log(`e2b: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= new Promise<void>((resolve) => {
+      registry.close();
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    return closing;
+  };
+  return {
+    url,
+    apiUrl: url,
+    sandboxUrl: url,
+    env: {
+      E2B_API_URL: url,
+      E2B_SANDBOX_URL: url,
+      E2B_API_KEY: options.apiKeys?.[0] ?? DEFAULT_E2B_API_KEY,
+    },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * Removes every container of emulated E2B sandboxes (label `ws.emulator=e2b`), of any emulator, running
+ * or not. Resolves with the sandbox IDs removed.
+ */
+export async function removeEmulatorSandboxes(docker?: Docker | Docker.DockerOptions): Promise<string[]> {
+  const client = dockerClient(docker);
+  const containers = await client.listContainers({ all: true, filters: E2B_CONTAINER_FILTER });
+  const removed: string[] = [];
+  for (const summary of containers) {
+    try {
+      await client.getContainer(summary.Id).remove({ force: true });
+      removed.push(summary.Labels?.[E2B_LABELS.sandboxId] ?? summary.Id);
+    } catch (error) {
+      // Gone already, or being removed (by a reaper) right now.
+      const status = (error as { statusCode?: number }).statusCode;
+      if (status !== 404 && status !== 409) throw error;
+    }
+  }
+  return removed;
+}

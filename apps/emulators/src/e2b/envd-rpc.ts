@@ -1,0 +1,257 @@
+import type {
+  DescMessage,
+  DescMethod,
+  DescMethodServerStreaming,
+  DescMethodUnary,
+  DescService,
+} from '@bufbuild/protobuf';
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  type HandlerContext,
+  type MethodImpl,
+} from '@connectrpc/connect';
+import { resolveSandboxPath } from './accounts.js';
+import { type EnvdCaller, requireSandbox, resolveEnvdCaller } from './envd-access.js';
+import type { EnvdDescriptors } from './envd-descriptors.js';
+import type { EventQueue } from './event-queue.js';
+import type { ProcessConfig, ProcessEventValue } from './process-table.js';
+import type { SandboxRegistry } from './sandbox-registry.js';
+
+// The request messages, as the handlers read them (the router decodes them with the SDK's descriptors).
+type Selector = {
+  selector: { case: 'pid'; value: number } | { case: 'tag'; value: string } | { case: undefined };
+};
+type PtyRequest = { size?: { cols: number; rows: number } };
+interface StartRequest {
+  process?: ProcessConfig;
+  pty?: PtyRequest;
+  tag?: string;
+  stdin?: boolean;
+}
+interface SendInputRequest {
+  process?: Selector;
+  input?: { input: { case: 'stdin' | 'pty'; value: Uint8Array } | { case: undefined } };
+}
+interface SendSignalRequest {
+  process?: Selector;
+  signal: number;
+}
+interface UpdateRequest {
+  process?: Selector;
+  pty?: PtyRequest;
+}
+
+type Message = Record<string, unknown>;
+type Unary = (request: never, context: HandlerContext) => Promise<Message>;
+type Streaming = (request: never, context: HandlerContext) => AsyncIterable<Message>;
+
+export interface EnvdServiceOptions {
+  registry: SandboxRegistry;
+  /** Period of keepalive events on idle process streams (0: none). */
+  keepaliveMs: number;
+}
+
+const SIGNALS: Readonly<Record<number, 'SIGKILL' | 'SIGTERM'>> = { 9: 'SIGKILL', 15: 'SIGTERM' };
+
+function selectorOf(request: { process?: Selector }): Selector['selector'] {
+  return request.process?.selector ?? { case: undefined };
+}
+
+function caller(options: EnvdServiceOptions, context: HandlerContext): Promise<EnvdCaller> {
+  return resolveEnvdCaller(options.registry, context.requestHeader);
+}
+
+/** The Connect-Timeout-Ms the client asked for; envd kills a started process after it. */
+function requestedTimeoutMs(context: HandlerContext): number {
+  const value = Number(context.requestHeader.get('connect-timeout-ms') ?? '');
+  return Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+/** The events of a process stream, with keepalives while it is quiet, until its end event. */
+async function* relay(
+  queue: EventQueue<ProcessEventValue>,
+  context: HandlerContext,
+  keepaliveMs: number,
+): AsyncGenerator<Message> {
+  for (;;) {
+    const next = await queue.next(context.signal, keepaliveMs);
+    if (next.kind === 'end') return;
+    const event: ProcessEventValue = next.kind === 'idle' ? { case: 'keepalive', value: {} } : next.item;
+    yield { event: { event } };
+  }
+}
+
+function processService(options: EnvdServiceOptions): Record<string, Unary | Streaming> {
+  return {
+    list: (async (_request: Message, context: HandlerContext) => {
+      const sandbox = requireSandbox(options.registry, context.requestHeader);
+      return {
+        processes: sandbox.processes.list().map((process) => ({
+          config: process.config,
+          pid: process.pid,
+          ...(process.tag !== undefined ? { tag: process.tag } : {}),
+        })),
+      };
+    }) as Unary,
+
+    start: async function* (request: StartRequest, context: HandlerContext) {
+      const { sandbox, account } = await caller(options, context);
+      const config: ProcessConfig = {
+        cmd: request.process?.cmd ?? '',
+        args: request.process?.args ?? [],
+        envs: request.process?.envs ?? {},
+        ...(request.process?.cwd !== undefined ? { cwd: request.process.cwd } : {}),
+      };
+      if (config.cmd === '') throw new ConnectError('process.cmd is required', Code.InvalidArgument);
+      const size = request.pty?.size;
+      const { process, queue } = await sandbox.processes.start({
+        account,
+        cwd: resolveSandboxPath(config.cwd, account.home),
+        config,
+        ...(request.tag !== undefined ? { tag: request.tag } : {}),
+        // envd attaches stdin unless the request turns it off; the SDK always says which.
+        stdin: request.stdin ?? true,
+        ...(request.pty ? { pty: { cols: size?.cols || 80, rows: size?.rows || 24 } } : {}),
+        timeoutMs: requestedTimeoutMs(context),
+      });
+      try {
+        yield { event: { event: { case: 'start', value: { pid: process.pid } } } };
+        yield* relay(queue, context, options.keepaliveMs);
+      } finally {
+        process.unsubscribe(queue);
+      }
+    } as Streaming,
+
+    connect: async function* (request: { process?: Selector }, context: HandlerContext) {
+      const sandbox = requireSandbox(options.registry, context.requestHeader);
+      const process = sandbox.processes.find(selectorOf(request));
+      const queue = process.subscribe();
+      try {
+        yield { event: { event: { case: 'start', value: { pid: process.pid } } } };
+        yield* relay(queue, context, options.keepaliveMs);
+      } finally {
+        process.unsubscribe(queue);
+      }
+    } as Streaming,
+
+    update: (async (request: UpdateRequest, context: HandlerContext) => {
+      const sandbox = requireSandbox(options.registry, context.requestHeader);
+      const process = sandbox.processes.find(selectorOf(request));
+      const size = request.pty?.size;
+      if (size) await process.resize(size.cols, size.rows);
+      return {};
+    }) as Unary,
+
+    sendInput: (async (request: SendInputRequest, context: HandlerContext) => {
+      const sandbox = requireSandbox(options.registry, context.requestHeader);
+      const process = sandbox.processes.find(selectorOf(request));
+      const input = request.input?.input;
+      if (input?.case === 'stdin' || input?.case === 'pty') await process.writeInput(input.value, input.case);
+      return {};
+    }) as Unary,
+
+    closeStdin: (async (request: { process?: Selector }, context: HandlerContext) => {
+      const sandbox = requireSandbox(options.registry, context.requestHeader);
+      sandbox.processes.find(selectorOf(request)).closeStdin();
+      return {};
+    }) as Unary,
+
+    sendSignal: (async (request: SendSignalRequest, context: HandlerContext) => {
+      const sandbox = requireSandbox(options.registry, context.requestHeader);
+      const process = sandbox.processes.find(selectorOf(request));
+      const signal = SIGNALS[request.signal];
+      if (!signal) throw new ConnectError(`invalid signal: ${request.signal}`, Code.Unimplemented);
+      await process.signal(signal);
+      return {};
+    }) as Unary,
+  };
+}
+
+function filesystemService(options: EnvdServiceOptions): Record<string, Unary | Streaming> {
+  return {
+    stat: (async (request: { path: string }, context: HandlerContext) => {
+      const { account, files } = await caller(options, context);
+      return { entry: await files.stat(resolveSandboxPath(request.path, account.home)) };
+    }) as Unary,
+
+    listDir: (async (request: { path: string; depth: number }, context: HandlerContext) => {
+      const { account, files } = await caller(options, context);
+      return {
+        entries: await files.list(resolveSandboxPath(request.path, account.home), request.depth || 1),
+      };
+    }) as Unary,
+
+    makeDir: (async (request: { path: string }, context: HandlerContext) => {
+      const { account, files } = await caller(options, context);
+      return { entry: await files.makeDir(resolveSandboxPath(request.path, account.home), account) };
+    }) as Unary,
+
+    move: (async (request: { source: string; destination: string }, context: HandlerContext) => {
+      const { account, files } = await caller(options, context);
+      const source = resolveSandboxPath(request.source, account.home);
+      const destination = resolveSandboxPath(request.destination, account.home);
+      return { entry: await files.move(source, destination, account) };
+    }) as Unary,
+
+    remove: (async (request: { path: string }, context: HandlerContext) => {
+      const { account, files } = await caller(options, context);
+      await files.remove(resolveSandboxPath(request.path, account.home));
+      return {};
+    }) as Unary,
+  };
+}
+
+function register(
+  router: ConnectRouter,
+  service: DescService,
+  impl: Record<string, Unary | Streaming>,
+): void {
+  for (const method of service.methods) {
+    const handler = impl[method.localName];
+    if (method.methodKind === 'unary') {
+      router.rpc(
+        method as DescMethodUnary<DescMessage, DescMessage>,
+        (handler ?? unimplemented(method)) as MethodImpl<DescMethodUnary<DescMessage, DescMessage>>,
+      );
+    } else if (method.methodKind === 'server_streaming') {
+      router.rpc(
+        method as DescMethodServerStreaming<DescMessage, DescMessage>,
+        (handler ?? unimplementedStream(method)) as MethodImpl<
+          DescMethodServerStreaming<DescMessage, DescMessage>
+        >,
+      );
+    }
+    // Client-streaming (Process/StreamInput) is left out: the router answers `unimplemented` for it.
+  }
+}
+
+function unimplemented(method: DescMethod): Unary {
+  return async () => {
+    throw new ConnectError(
+      `${method.parent.typeName}/${method.name} is not implemented by the emulator`,
+      Code.Unimplemented,
+    );
+  };
+}
+
+function unimplementedStream(method: DescMethod): Streaming {
+  // biome-ignore lint/correctness/useYield: it fails before its first event
+  return async function* () {
+    throw new ConnectError(
+      `${method.parent.typeName}/${method.name} is not implemented by the emulator`,
+      Code.Unimplemented,
+    );
+  };
+}
+
+/** Registers envd's `process.Process` and `filesystem.Filesystem` on a Connect router. */
+export function registerEnvdServices(
+  router: ConnectRouter,
+  descriptors: EnvdDescriptors,
+  options: EnvdServiceOptions,
+): void {
+  register(router, descriptors.process, processService(options));
+  register(router, descriptors.filesystem, filesystemService(options));
+}

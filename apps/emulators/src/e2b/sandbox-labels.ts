@@ -1,0 +1,122 @@
+import type Docker from 'dockerode';
+import { dockerMessage } from '../docker/exec.js';
+import { firstFileOfTar, tarOneFile } from '../docker/tar.js';
+
+/** Labels of an emulated E2B sandbox's container; the emulator's whole state survives in them. */
+export const E2B_LABELS = {
+  emulator: 'ws.emulator',
+  sandboxId: 'ws.e2b.sandbox-id',
+  template: 'ws.e2b.template',
+  alias: 'ws.e2b.alias',
+  startedAt: 'ws.e2b.started-at',
+  endAt: 'ws.e2b.end-at',
+  envdAccessToken: 'ws.e2b.envd-access-token',
+  autoPause: 'ws.e2b.auto-pause',
+  autoResume: 'ws.e2b.auto-resume',
+  allowInternetAccess: 'ws.e2b.allow-internet-access',
+  metadataPrefix: 'ws.e2b.metadata.',
+} as const;
+
+/** The value of the `ws.emulator` label on E2B sandbox containers. */
+export const E2B_EMULATOR_LABEL_VALUE = 'e2b';
+
+/** The label filter that finds every emulated E2B sandbox's container. */
+export const E2B_CONTAINER_FILTER = { label: [`${E2B_LABELS.emulator}=${E2B_EMULATOR_LABEL_VALUE}`] };
+
+/** What E2B reports about a sandbox that is not in its container itself. */
+export interface SandboxDescription {
+  sandboxId: string;
+  templateId: string;
+  alias: string | undefined;
+  metadata: Record<string, string>;
+  startedAt: Date;
+  endAt: Date;
+  envdAccessToken: string;
+  autoPause: boolean;
+  autoResume: boolean;
+  allowInternetAccess: boolean | null;
+}
+
+export function labelsOf(description: SandboxDescription): Record<string, string> {
+  const labels: Record<string, string> = {
+    [E2B_LABELS.emulator]: E2B_EMULATOR_LABEL_VALUE,
+    [E2B_LABELS.sandboxId]: description.sandboxId,
+    [E2B_LABELS.template]: description.templateId,
+    [E2B_LABELS.alias]: description.alias ?? '',
+    [E2B_LABELS.startedAt]: description.startedAt.toISOString(),
+    [E2B_LABELS.endAt]: description.endAt.toISOString(),
+    [E2B_LABELS.envdAccessToken]: description.envdAccessToken,
+    [E2B_LABELS.autoPause]: String(description.autoPause),
+    [E2B_LABELS.autoResume]: String(description.autoResume),
+    [E2B_LABELS.allowInternetAccess]:
+      description.allowInternetAccess === null ? '' : String(description.allowInternetAccess),
+  };
+  for (const [key, value] of Object.entries(description.metadata)) {
+    labels[`${E2B_LABELS.metadataPrefix}${key}`] = value;
+  }
+  return labels;
+}
+
+/** A sandbox's description from its container's labels (undefined without a sandbox id). */
+export function describedBy(summary: Docker.ContainerInfo): SandboxDescription | undefined {
+  const labels = summary.Labels ?? {};
+  const sandboxId = labels[E2B_LABELS.sandboxId];
+  if (!sandboxId) return undefined;
+  const metadata: Record<string, string> = {};
+  for (const [key, value] of Object.entries(labels)) {
+    if (key.startsWith(E2B_LABELS.metadataPrefix))
+      metadata[key.slice(E2B_LABELS.metadataPrefix.length)] = value;
+  }
+  const allowInternet = labels[E2B_LABELS.allowInternetAccess];
+  return {
+    sandboxId,
+    templateId: labels[E2B_LABELS.template] ?? summary.Image,
+    alias: labels[E2B_LABELS.alias] || undefined,
+    metadata,
+    startedAt: dateOr(labels[E2B_LABELS.startedAt], new Date(summary.Created * 1000)),
+    endAt: dateOr(labels[E2B_LABELS.endAt], new Date()),
+    envdAccessToken: labels[E2B_LABELS.envdAccessToken] ?? '',
+    autoPause: labels[E2B_LABELS.autoPause] === 'true',
+    autoResume: labels[E2B_LABELS.autoResume] === 'true',
+    allowInternetAccess:
+      allowInternet === undefined || allowInternet === '' ? null : allowInternet === 'true',
+  };
+}
+
+// Labels cannot change, so the end time that setTimeout/connect move is also kept in a small file in the
+// container (written through the archive API, which works on paused containers too).
+const STATE_DIR = '/run';
+const STATE_FILE = 'ws-e2b-emulator.json';
+
+/** Records a sandbox's current end time in its container; a failure is logged, not thrown. */
+export async function writeEndAt(
+  container: Docker.Container,
+  endAt: Date,
+  log: (line: string) => void,
+): Promise<void> {
+  const content = Buffer.from(JSON.stringify({ endAt: endAt.toISOString() }));
+  try {
+    await container.putArchive(tarOneFile(STATE_FILE, content), { path: STATE_DIR });
+  } catch (error) {
+    log(`e2b: cannot record the end time in ${STATE_DIR}/${STATE_FILE}: ${dockerMessage(error)}`);
+  }
+}
+
+/** The end time recorded in a container, if any. */
+export async function readEndAt(container: Docker.Container): Promise<Date | undefined> {
+  try {
+    const archive = await container.getArchive({ path: `${STATE_DIR}/${STATE_FILE}` });
+    const content = await firstFileOfTar(archive as unknown as AsyncIterable<Uint8Array>);
+    if (!content) return undefined;
+    const parsed = JSON.parse(content.toString('utf8')) as { endAt?: unknown };
+    return typeof parsed.endAt === 'string' ? dateOr(parsed.endAt, undefined) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function dateOr<T extends Date | undefined>(value: string | undefined, fallback: T): Date | T {
+  if (!value) return fallback;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? fallback : date;
+}

@@ -1,0 +1,321 @@
+import { randomBytes } from 'node:crypto';
+import { Code, ConnectError } from '@connectrpc/connect';
+import type Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { AccountResolver } from './accounts.js';
+import { ProcessTable } from './process-table.js';
+import {
+  describedBy,
+  E2B_CONTAINER_FILTER,
+  labelsOf,
+  readEndAt,
+  type SandboxDescription,
+  writeEndAt,
+} from './sandbox-labels.js';
+
+/** E2B's default sandbox timeout when a request gives none, in seconds. */
+export const DEFAULT_TIMEOUT_SECONDS = 300;
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+export type SandboxState = 'running' | 'paused';
+
+/** One emulated sandbox: a container plus what E2B reports about it. */
+export interface SandboxRecord extends Readonly<Omit<SandboxDescription, 'endAt'>> {
+  readonly container: Docker.Container;
+  endAt: Date;
+  state: SandboxState;
+  readonly processes: ProcessTable;
+  readonly accounts: AccountResolver;
+}
+
+interface Entry {
+  record: SandboxRecord;
+  timer: NodeJS.Timeout | undefined;
+  /** Serialises lifecycle changes (pause, resume, kill, timeouts) of one sandbox. */
+  lock: Promise<unknown>;
+}
+
+export interface CreateSandboxInput {
+  templateId: string;
+  image: string;
+  alias: string | undefined;
+  metadata: Record<string, string>;
+  envVars: Record<string, string>;
+  timeoutSeconds: number;
+  autoPause: boolean;
+  autoResume: boolean;
+  allowInternetAccess: boolean | null;
+}
+
+function sandboxIdOf(): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+  const bytes = randomBytes(20);
+  let id = '';
+  for (const byte of bytes) id += alphabet[byte % alphabet.length];
+  return id;
+}
+
+/** Container name of a sandbox. */
+export function sandboxContainerName(sandboxId: string): string {
+  return `ws-e2b-${sandboxId}`;
+}
+
+/** The sandboxes of one emulator, their containers, and the timers that end them. */
+export class SandboxRegistry {
+  private readonly entries = new Map<string, Entry>();
+  private closed = false;
+
+  constructor(
+    private readonly docker: Docker,
+    private readonly log: (line: string) => void,
+  ) {}
+
+  get(sandboxId: string): SandboxRecord | undefined {
+    return this.entries.get(sandboxId)?.record;
+  }
+
+  list(): SandboxRecord[] {
+    return [...this.entries.values()].map((entry) => entry.record);
+  }
+
+  /** Finds the containers of earlier emulators (label `ws.emulator=e2b`) and takes them over. */
+  async restore(): Promise<void> {
+    const containers = await this.docker.listContainers({ all: true, filters: E2B_CONTAINER_FILTER });
+    for (const summary of containers) {
+      const description = describedBy(summary);
+      if (!description || this.entries.has(description.sandboxId)) continue;
+      if (summary.State === 'removing' || summary.State === 'dead') continue;
+      const container = this.docker.getContainer(summary.Id);
+      try {
+        // E2B has no stopped state: a container stopped meanwhile (say, by an engine restart) runs again.
+        if (summary.State !== 'running' && summary.State !== 'paused') await container.start();
+      } catch (error) {
+        this.log(
+          `e2b: cannot restart the container of sandbox ${description.sandboxId}: ${dockerMessage(error)}`,
+        );
+        continue;
+      }
+      const record = this.add(
+        container,
+        {
+          ...description,
+          endAt: (await readEndAt(container)) ?? description.endAt,
+        },
+        summary.State === 'paused' ? 'paused' : 'running',
+      );
+      this.log(
+        `e2b: restored sandbox ${record.sandboxId} (${record.state}, ends ${record.endAt.toISOString()})`,
+      );
+    }
+  }
+
+  /** Registers a sandbox and arms its timer. */
+  private add(
+    container: Docker.Container,
+    description: SandboxDescription,
+    state: SandboxState,
+  ): SandboxRecord {
+    const record: SandboxRecord = {
+      ...description,
+      container,
+      state,
+      processes: new ProcessTable(container),
+      accounts: new AccountResolver(container),
+    };
+    this.entries.set(record.sandboxId, { record, timer: undefined, lock: Promise.resolve() });
+    this.schedule(record.sandboxId);
+    return record;
+  }
+
+  async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+    const startedAt = new Date();
+    const description: SandboxDescription = {
+      sandboxId: sandboxIdOf(),
+      templateId: input.templateId,
+      alias: input.alias,
+      metadata: { ...input.metadata },
+      startedAt,
+      endAt: new Date(startedAt.getTime() + input.timeoutSeconds * 1000),
+      envdAccessToken: randomBytes(24).toString('hex'),
+      autoPause: input.autoPause,
+      autoResume: input.autoResume,
+      allowInternetAccess: input.allowInternetAccess,
+    };
+    const options: Docker.ContainerCreateOptions = {
+      name: sandboxContainerName(description.sandboxId),
+      Image: input.image,
+      // The sandbox idles until envd calls exec into it; an init reaps what killed commands leave behind.
+      Entrypoint: ['sleep'],
+      Cmd: ['infinity'],
+      Labels: labelsOf(description),
+      Env: Object.entries(input.envVars).map(([name, value]) => `${name}=${value}`),
+      Tty: false,
+      HostConfig: {
+        Init: true,
+        ...(input.allowInternetAccess === false ? { NetworkMode: 'none' } : {}),
+      },
+    };
+    let container: Docker.Container;
+    try {
+      container = await this.docker.createContainer(options);
+    } catch (error) {
+      // An engine without docker-init: fall back to no init process.
+      if (!/init/i.test(dockerMessage(error))) throw error;
+      container = await this.docker.createContainer({
+        ...options,
+        HostConfig: { ...options.HostConfig, Init: false },
+      });
+    }
+    try {
+      await container.start();
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => {});
+      throw error;
+    }
+    await writeEndAt(container, description.endAt, this.log);
+    const record = this.add(container, description, 'running');
+    this.log(
+      `e2b: created sandbox ${record.sandboxId} from ${input.image} (ends ${record.endAt.toISOString()})`,
+    );
+    return record;
+  }
+
+  /** Removes a sandbox and its container; false when it does not exist. */
+  kill(sandboxId: string): Promise<boolean> {
+    return this.withLock(sandboxId, async (entry) => {
+      if (!entry) return false;
+      await this.removeEntry(entry, 'killed');
+      return true;
+    });
+  }
+
+  /** Pauses (docker pause); 'conflict' when already paused. */
+  pause(sandboxId: string): Promise<'paused' | 'conflict' | 'missing'> {
+    return this.withLock(sandboxId, async (entry) => {
+      if (!entry) return 'missing';
+      if (entry.record.state === 'paused') return 'conflict';
+      await this.pauseEntry(entry);
+      return 'paused';
+    });
+  }
+
+  /** Resumes a paused sandbox, or extends a running one's end (never shortens it), as E2B's connect does. */
+  connect(
+    sandboxId: string,
+    timeoutSeconds: number,
+  ): Promise<{ record: SandboxRecord; resumed: boolean } | undefined> {
+    return this.withLock(sandboxId, async (entry) => {
+      if (!entry) return undefined;
+      const { record } = entry;
+      const requestedEnd = new Date(Date.now() + timeoutSeconds * 1000);
+      let resumed = false;
+      if (record.state === 'paused') {
+        try {
+          await record.container.unpause();
+        } catch (error) {
+          if (!/not paused/i.test(dockerMessage(error))) throw error;
+        }
+        record.state = 'running';
+        record.endAt = requestedEnd;
+        resumed = true;
+        this.log(`e2b: resumed sandbox ${sandboxId}`);
+      } else if (requestedEnd > record.endAt) {
+        record.endAt = requestedEnd;
+      }
+      await writeEndAt(record.container, record.endAt, this.log);
+      this.schedule(sandboxId);
+      return { record, resumed };
+    });
+  }
+
+  /** Sets the end to now + timeout (shorter or longer); false when the sandbox does not exist. */
+  setTimeout(sandboxId: string, timeoutSeconds: number): Promise<boolean> {
+    return this.withLock(sandboxId, async (entry) => {
+      if (!entry) return false;
+      entry.record.endAt = new Date(Date.now() + timeoutSeconds * 1000);
+      await writeEndAt(entry.record.container, entry.record.endAt, this.log);
+      this.schedule(sandboxId);
+      return true;
+    });
+  }
+
+  /** Stops the timers and stops following processes; the containers stay. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.entries.values()) {
+      if (entry.timer) clearTimeout(entry.timer);
+      entry.timer = undefined;
+      entry.record.processes.detachAll(new ConnectError('the E2B emulator stopped', Code.Unavailable));
+    }
+  }
+
+  private withLock<T>(sandboxId: string, action: (entry: Entry | undefined) => Promise<T>): Promise<T> {
+    const entry = this.entries.get(sandboxId);
+    if (!entry) return action(undefined);
+    const run = entry.lock.then(() => action(this.entries.get(sandboxId) === entry ? entry : undefined));
+    entry.lock = run.catch(() => {});
+    return run;
+  }
+
+  private async removeEntry(entry: Entry, why: string): Promise<void> {
+    const { record } = entry;
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    this.entries.delete(record.sandboxId);
+    // Open process streams end the way a dropped envd connection does.
+    record.processes.detachAll(new ConnectError(`sandbox ${record.sandboxId} was killed`, Code.Unavailable));
+    try {
+      await record.container.remove({ force: true });
+    } catch (error) {
+      if (dockerStatus(error) !== 404) {
+        this.entries.set(record.sandboxId, entry);
+        throw error;
+      }
+    }
+    this.log(`e2b: ${why} sandbox ${record.sandboxId}`);
+  }
+
+  private async pauseEntry(entry: Entry): Promise<void> {
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    try {
+      await entry.record.container.pause();
+    } catch (error) {
+      if (!/already paused/i.test(dockerMessage(error))) throw error;
+    }
+    entry.record.state = 'paused';
+    this.log(`e2b: paused sandbox ${entry.record.sandboxId}`);
+  }
+
+  /** Arms the timer that kills (or, with autoPause, pauses) a running sandbox at its end. */
+  private schedule(sandboxId: string): void {
+    const entry = this.entries.get(sandboxId);
+    if (!entry || this.closed) return;
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    if (entry.record.state !== 'running') return;
+    const delay = Math.max(0, entry.record.endAt.getTime() - Date.now());
+    entry.timer = setTimeout(
+      () => {
+        entry.timer = undefined;
+        if (Date.now() < entry.record.endAt.getTime()) {
+          this.schedule(sandboxId); // a delay beyond what one timer can wait
+          return;
+        }
+        void this.expire(sandboxId).catch((error: unknown) =>
+          this.log(`e2b: ending sandbox ${sandboxId} failed: ${dockerMessage(error)}`),
+        );
+      },
+      Math.min(delay, MAX_TIMER_MS),
+    );
+    entry.timer.unref();
+  }
+
+  private expire(sandboxId: string): Promise<void> {
+    return this.withLock(sandboxId, async (entry) => {
+      if (entry?.record.state !== 'running' || Date.now() < entry.record.endAt.getTime()) return;
+      if (entry.record.autoPause) await this.pauseEntry(entry);
+      else await this.removeEntry(entry, 'timed out:');
+    });
+  }
+}

@@ -1,0 +1,11 @@
+export type { E2BEmulator, E2BEmulatorOptions } from './e2b/e2b-emulator.js';
+export {
+  DEFAULT_E2B_API_KEY,
+  DEFAULT_E2B_TEMPLATES,
+  EMULATED_ENVD_VERSION,
+  removeEmulatorSandboxes,
+  startE2BEmulator,
+} from './e2b/e2b-emulator.js';
+export type { EnvdDescriptors } from './e2b/envd-descriptors.js';
+export { e2bBundlePath, loadEnvdDescriptors } from './e2b/envd-descriptors.js';
+export { E2B_LABELS } from './e2b/sandbox-labels.js';
