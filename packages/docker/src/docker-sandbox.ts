@@ -56,9 +56,12 @@ wait "$pid"; status=$?
 rm -f "$pidfile"
 exit "$status"`;
 
-// A negative pid names the process group; dash's kill takes no `--` before it.
+// A negative pid names the process group; dash's kill takes no `--` before it. Exit 3: no pid yet
+// (the wrapper has not written it, or the process is gone).
 const KILL_SCRIPT =
-  'p=$(cat "$1" 2>/dev/null) && [ -n "$p" ] && { kill "-$2" "-$p" 2>/dev/null || kill "-$2" "$p" 2>/dev/null; }; true';
+  'p=$(cat "$1" 2>/dev/null); [ -n "$p" ] || exit 3; kill "-$2" "-$p" 2>/dev/null || kill "-$2" "$p" 2>/dev/null; true';
+/** How long a signal waits for a just-started command to write its pid. */
+const PID_WAIT_MS = 5_000;
 
 /** The directory flag of Go's file mode, as the archive API reports it. */
 const DIRECTORY_BIT = 0x80000000;
@@ -196,7 +199,11 @@ export class DockerSandbox implements Sandbox {
     const kill = () => {
       if (killed) return;
       killed = true;
-      void stopWithGrace((signal) => this.signalGroup(pidFile, signal), streamEnded, KILL_GRACE_MS);
+      void stopWithGrace(
+        (signal) => this.signalGroup(pidFile, signal, streamEnded),
+        streamEnded,
+        KILL_GRACE_MS,
+      );
     };
     const timer =
       options.timeoutMs !== undefined
@@ -264,7 +271,7 @@ export class DockerSandbox implements Sandbox {
         const info = await exec.inspect().catch(() => undefined);
         return { exitCode: info?.ExitCode ?? -1 };
       });
-    const signal = (name: 'TERM' | 'KILL' | 'INT' | 'HUP') => this.signalGroup(pidFile, name);
+    const signal = (name: 'TERM' | 'KILL' | 'INT' | 'HUP') => this.signalGroup(pidFile, name, exited);
     const onAbort = () => void signal('KILL');
     options.signal?.addEventListener('abort', onAbort, { once: true });
     void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
@@ -310,18 +317,42 @@ export class DockerSandbox implements Sandbox {
     }
   }
 
-  private async signalGroup(pidFile: string, signal: 'TERM' | 'KILL' | 'INT' | 'HUP'): Promise<void> {
+  /**
+   * Signals the process group of the command whose wrapper writes `pidFile`. A signal sent right
+   * after the start can come before the wrapper wrote the pid: it is sent again until the pid is
+   * there, as long as the command has not ended (`ended`).
+   */
+  private async signalGroup(
+    pidFile: string,
+    signal: 'TERM' | 'KILL' | 'INT' | 'HUP',
+    ended: Promise<unknown>,
+  ): Promise<void> {
+    let over = false;
+    void ended.then(
+      () => {
+        over = true;
+      },
+      () => {
+        over = true;
+      },
+    );
+    const deadline = Date.now() + PID_WAIT_MS;
     try {
-      const exec = await this.container.exec({
-        Cmd: ['sh', '-c', KILL_SCRIPT, 'sh', pidFile, signal],
-        AttachStdout: true,
-        AttachStderr: true,
-      });
-      const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
-      stream.resume();
-      await new Promise((resolve) =>
-        stream.once('end', resolve).once('close', resolve).once('error', resolve),
-      );
+      for (;;) {
+        const exec = await this.container.exec({
+          Cmd: ['sh', '-c', KILL_SCRIPT, 'sh', pidFile, signal],
+          AttachStdout: true,
+          AttachStderr: true,
+        });
+        const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+        stream.resume();
+        await new Promise((resolve) =>
+          stream.once('end', resolve).once('close', resolve).once('error', resolve),
+        );
+        const { ExitCode } = await exec.inspect();
+        if (ExitCode !== 3 || over || Date.now() > deadline) return;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
     } catch {
       // The container may be gone; then so is the process.
     }
