@@ -184,25 +184,7 @@ const mb = (bytes) => (bytes < 1e6 ? `${Math.ceil(bytes / 1e3)} kB` : `${(bytes 
 
 /** Runs `node file` in `cwd`; resolves with its exit code, output and whether it exited by itself. */
 function runNode(file, cwd, timeoutMs, extraArgs = []) {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [...extraArgs, file], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (chunk) => {
-      output += chunk;
-    });
-    child.stderr.on('data', (chunk) => {
-      output += chunk;
-    });
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill('SIGKILL');
-    }, timeoutMs);
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      done({ code, signal, output, timedOut });
-    });
-  });
+  return runBin(process.execPath, [...extraArgs, file], cwd, timeoutMs);
 }
 
 /** Processes whose working directory is inside `dir` (what an example left running). */
@@ -301,6 +283,7 @@ async function runImageBin(dir) {
   else console.log(`  ws-docker-image: ${result.output.trim().split('\n').at(-1)}`);
 }
 
+/** Runs `file argv…` in `cwd`, killed after `timeoutMs`: its exit code, signal, output and whether it timed out. */
 function runBin(file, argv, cwd, timeoutMs) {
   return new Promise((done) => {
     const child = spawn(file, argv, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -311,10 +294,14 @@ function runBin(file, argv, cwd, timeoutMs) {
     child.stderr.on('data', (chunk) => {
       output += chunk;
     });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => {
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.on('close', (code, signal) => {
       clearTimeout(timer);
-      done({ code, output });
+      done({ code, signal, output, timedOut });
     });
   });
 }
