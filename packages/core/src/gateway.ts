@@ -26,6 +26,8 @@ export {
 } from './gateway/install.js';
 export type { GatewayLauncher, LaunchedGateway } from './gateway/link.js';
 export { GATEWAY_START_TIMEOUT_MS, GatewayLink } from './gateway/link.js';
+export type { MuxEndpointOptions } from './gateway/mux.js';
+export { MuxEndpoint } from './gateway/mux.js';
 export type {
   GatewayErrorBody,
   GatewayExecFrame,
@@ -37,5 +39,5 @@ export type {
 } from './gateway/protocol.js';
 export { GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
 export type { GatewaySocketPlace, SandboxGatewayOptions } from './gateway/start.js';
-export { sandboxGatewayLauncher } from './gateway/start.js';
+export { STDIO_IDLE_EXIT_MS, STDIO_PING_MS, sandboxGatewayLauncher } from './gateway/start.js';
 export { normalizeMcpSpec } from './internal/mcp/spec.js';

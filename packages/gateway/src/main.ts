@@ -1,12 +1,17 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
+import { MuxEndpoint } from '@ws/core/gateway';
 import { createGatewayServer } from './server.js';
 
-// node gateway.mjs (--socket PATH | --port N [--host 127.0.0.1|::1] [--port-file PATH]) --workdir DIR
+// node gateway.mjs (--socket PATH | --port N [--host 127.0.0.1|::1] [--port-file PATH] |
+//                   --stdio [--idle-exit-ms MS]) --workdir DIR
 //                   [--allow ROOT]... [--secrets-stdin] [--nonce N] [--pid-file PATH]
 //
-// The gateway listens on a unix socket or a loopback port, never on another address.
+// The gateway listens on a unix socket or a loopback port, never on another address; or, with
+// --stdio, it serves connections multiplexed over its own stdin and stdout (the host's MuxEndpoint
+// framing, after the secrets line) and exits when the host has sent nothing, not even a ping, for
+// --idle-exit-ms. In that mode nothing but frames goes to stdout; the log goes to stderr.
 // The token comes from the first line of stdin with --secrets-stdin (a JSON object
 // `{"token": "...", "nonce": "..."}`; the gateway then exits when stdin closes, so it never outlives
 // the host process that started it), or else from the WS_GATEWAY_TOKEN environment variable. Never
@@ -22,6 +27,8 @@ const { values } = parseArgs({
     'port-file': { type: 'string' },
     workdir: { type: 'string', default: process.cwd() },
     allow: { type: 'string', multiple: true },
+    stdio: { type: 'boolean', default: false },
+    'idle-exit-ms': { type: 'string' },
   },
 });
 
@@ -30,8 +37,8 @@ function fail(message: string): never {
   process.exit(2);
 }
 
-/** The first line of stdin (at most 64 KiB); the rest of stdin is watched for its end. */
-function firstLine(): Promise<string> {
+/** The first line of stdin (at most 64 KiB) and what came after it in the same read. */
+function firstLine(): Promise<{ line: string; rest: string }> {
   return new Promise((resolve, reject) => {
     let buffered = '';
     const onData = (chunk: Buffer) => {
@@ -39,7 +46,8 @@ function firstLine(): Promise<string> {
       const newline = buffered.indexOf('\n');
       if (newline !== -1) {
         process.stdin.off('data', onData);
-        resolve(buffered.slice(0, newline));
+        process.stdin.pause();
+        resolve({ line: buffered.slice(0, newline), rest: buffered.slice(newline + 1) });
       } else if (buffered.length > 65_536) reject(new Error('the secrets line is too long'));
     };
     process.stdin.on('data', onData);
@@ -49,9 +57,14 @@ function firstLine(): Promise<string> {
 
 let token = process.env.WS_GATEWAY_TOKEN ?? '';
 let nonce = values.nonce ?? process.env.WS_GATEWAY_NONCE ?? '';
+// Frames that arrived with the secrets line (stdio mode).
+let early = '';
+if (values.stdio && !values['secrets-stdin']) fail('--stdio needs --secrets-stdin');
 if (values['secrets-stdin']) {
   try {
-    const secrets = JSON.parse(await firstLine()) as { token?: unknown; nonce?: unknown };
+    const { line, rest } = await firstLine();
+    early = rest;
+    const secrets = JSON.parse(line) as { token?: unknown; nonce?: unknown };
     token = typeof secrets.token === 'string' ? secrets.token : '';
     if (typeof secrets.nonce === 'string') nonce = secrets.nonce;
   } catch (error) {
@@ -88,7 +101,29 @@ if (values['secrets-stdin']) {
   process.stdin.resume();
 }
 
-if (values.socket) {
+if (values.stdio) {
+  const mux = new MuxEndpoint({
+    send: (text) =>
+      new Promise<void>((resolve, reject) =>
+        process.stdout.write(text, (error) => (error ? reject(error) : resolve())),
+      ),
+    onOpen: (stream) => server.emit('connection', stream),
+    onNoise: (line) => process.stderr.write(`gateway: not a frame: ${line.slice(0, 200)}\n`),
+  });
+  process.stdout.on('error', shutdown);
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (text: string) => mux.receive(text));
+  if (early) mux.receive(early);
+  const idleMs = Number(values['idle-exit-ms'] ?? 45_000);
+  if (!Number.isFinite(idleMs) || idleMs < 1_000) fail('--idle-exit-ms must be a number of at least 1000');
+  setInterval(() => {
+    if (Date.now() - mux.lastReceived > idleMs) {
+      process.stderr.write(`gateway: nothing from the host for ${idleMs} ms, exiting\n`);
+      shutdown();
+    }
+  }, 1_000).unref();
+  process.stderr.write('gateway: serving on stdio\n');
+} else if (values.socket) {
   rmSync(values.socket, { force: true });
   // Only the owner may connect (the socket is created under this umask, so there is no window).
   process.umask(0o177);

@@ -3,16 +3,19 @@ import { Duplex } from 'node:stream';
 import { ChunkQueue } from '../backend/streams.js';
 import { abortError, fromErrno, isWsError, WsError, type WsErrorCode } from '../contracts/errors.js';
 import type { Sandbox } from '../contracts/sandbox.js';
+import type { MuxEndpoint } from './mux.js';
 import type { GatewayErrorBody, GatewayHealth } from './protocol.js';
 
 /**
  * How the host reaches the gateway: a unix socket in a directory both sides see, a port bound to
- * 127.0.0.1, or a relay command run inside the sandbox through `exec` for each request. Never a
- * container's bridge address or any other non-loopback address.
+ * 127.0.0.1, a relay command run inside the sandbox through `exec` for each request, or streams
+ * multiplexed over the gateway process's own stdin and stdout (`mux`). Never a container's bridge
+ * address or any other non-loopback address.
  */
 export type GatewayChannel =
   | { readonly kind: 'unix'; readonly socketPath: string }
   | { readonly kind: 'tcp'; readonly port: number }
+  | { readonly kind: 'mux'; readonly mux: MuxEndpoint }
   | {
       readonly kind: 'relay';
       readonly sandbox: Sandbox;
@@ -136,7 +139,7 @@ function relayConnection(channel: Extract<GatewayChannel, { kind: 'relay' }>): D
 
 /**
  * The host's HTTP client of one gateway launch. Requests carry the launch's bearer token; a direct
- * channel keeps connections alive, a relay opens one per request.
+ * channel keeps connections alive, a relay or a multiplexed channel opens one per request.
  */
 export class GatewayClient {
   private readonly agent: Agent | undefined;
@@ -145,7 +148,10 @@ export class GatewayClient {
     readonly channel: GatewayChannel,
     private readonly token: string,
   ) {
-    this.agent = channel.kind === 'relay' ? undefined : new Agent({ keepAlive: true, maxSockets: 64 });
+    this.agent =
+      channel.kind === 'relay' || channel.kind === 'mux'
+        ? undefined
+        : new Agent({ keepAlive: true, maxSockets: 64 });
   }
 
   /**
@@ -158,7 +164,8 @@ export class GatewayClient {
     if (options.signal?.aborted) return Promise.reject(abortError(options.signal));
     const headers: Record<string, string> = { ...options.headers };
     if (!options.anonymous) headers.authorization = `Bearer ${this.token}`;
-    if (channel.kind === 'relay') headers.connection = 'close';
+    // One stream per request: no kept-alive connection, so none can be closed under a request.
+    if (channel.kind === 'relay' || channel.kind === 'mux') headers.connection = 'close';
     return new Promise<IncomingMessage>((resolve, reject) => {
       const request = httpRequest({
         method,
@@ -167,6 +174,7 @@ export class GatewayClient {
         ...(channel.kind === 'unix' ? { socketPath: channel.socketPath, agent: this.agent } : {}),
         ...(channel.kind === 'tcp' ? { host: '127.0.0.1', port: channel.port, agent: this.agent } : {}),
         ...(channel.kind === 'relay' ? { createConnection: () => relayConnection(channel) } : {}),
+        ...(channel.kind === 'mux' ? { createConnection: () => channel.mux.open() } : {}),
       });
       // Whether the connection was made, so that bytes of this request may have reached the gateway.
       let connected = false;
@@ -222,7 +230,8 @@ export class GatewayClient {
         }
       };
       request.once('socket', (socket) => {
-        if (channel.kind !== 'relay' && socket.connecting) socket.once('connect', send);
+        if ((channel.kind === 'unix' || channel.kind === 'tcp') && socket.connecting)
+          socket.once('connect', send);
         else send();
       });
     });

@@ -5,16 +5,27 @@ import { TailBuffer } from '../backend/streams.js';
 import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { GatewayChannel } from './client.js';
 import type { GatewayLauncher, LaunchedGateway } from './link.js';
+import { MuxEndpoint } from './mux.js';
 
 /**
  * Where a gateway creates its socket, and how the host reaches it:
  * - `pinned`: `inside` is a folder the host also sees as `shared`; the host connects through a hard
  *   link of its own in `pinned` (see `pinSandboxSocket`), never through a name in `shared`;
- * - `relay`: the host reaches the socket through a command run in `sandbox` for each request.
+ * - `relay`: the host reaches the socket through a command run in `sandbox` for each request;
+ * - `stdio`: no socket; the gateway serves streams multiplexed over its own stdin and stdout (see
+ *   `MuxEndpoint`), for a backend whose commands are slow to start or whose output is text. The
+ *   host pings it every {@link STDIO_PING_MS}; a gateway that hears nothing for
+ *   {@link STDIO_IDLE_EXIT_MS} exits, so one left by a host that died does not run on.
  */
 export type GatewaySocketPlace =
   | { readonly kind: 'pinned'; readonly inside: string; readonly shared: string; readonly pinned: string }
-  | { readonly kind: 'relay'; readonly inside: string; readonly sandbox: Sandbox };
+  | { readonly kind: 'relay'; readonly inside: string; readonly sandbox: Sandbox }
+  | { readonly kind: 'stdio' };
+
+/** How often the host pings a gateway served over stdio. */
+export const STDIO_PING_MS = 10_000;
+/** How long a gateway served over stdio waits without hearing from the host before it exits. */
+export const STDIO_IDLE_EXIT_MS = 45_000;
 
 /** Options of {@link sandboxGatewayLauncher}: what one backend supplies to run the gateway. */
 export interface SandboxGatewayOptions {
@@ -53,22 +64,40 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
       const process = await options.start([
         options.node,
         options.bundle,
-        '--socket',
-        `${socket.inside}/${name}`,
+        ...(socket.kind === 'stdio'
+          ? ['--stdio', '--idle-exit-ms', String(STDIO_IDLE_EXIT_MS)]
+          : ['--socket', `${socket.inside}/${name}`]),
         '--secrets-stdin',
         '--workdir',
         options.workdir,
         ...(options.allowedRoots ?? []).flatMap((root) => ['--allow', root]),
       ]);
+      const mux =
+        socket.kind === 'stdio'
+          ? new MuxEndpoint({
+              send: (text) => process.write(text),
+              onNoise: (line) => log.push(new TextEncoder().encode(`${line}\n`)),
+              pingMs: STDIO_PING_MS,
+            })
+          : undefined;
       const copy = async (stream: AsyncIterable<Uint8Array>) => {
         for await (const chunk of stream) log.push(chunk);
       };
-      const copied = Promise.all([copy(process.stdout), copy(process.stderr)]).catch(() => {});
+      const demultiplex = async (stream: AsyncIterable<Uint8Array>, into: MuxEndpoint) => {
+        const decoder = new TextDecoder();
+        for await (const chunk of stream) into.receive(decoder.decode(chunk, { stream: true }));
+      };
+      const copied = Promise.all([
+        mux ? demultiplex(process.stdout, mux) : copy(process.stdout),
+        copy(process.stderr),
+      ]).catch(() => {});
       let exited = false;
-      void process.exited.then(() => {
+      void process.exited.then((exit) => {
         exited = true;
+        mux?.close(new Error(`the gateway process exited (${JSON.stringify(exit)})`));
       });
       const stop = async () => {
+        mux?.close(new Error('the gateway was stopped'));
         await process.closeStdin().catch(() => {});
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
@@ -92,16 +121,18 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
         throw error;
       }
       const reach: { channel: GatewayChannel; ready?: () => Promise<boolean> } =
-        socket.kind === 'pinned'
-          ? pinnedSocketChannel(socket.shared, name, socket.pinned)
-          : {
-              channel: {
-                kind: 'relay',
-                sandbox: socket.sandbox,
-                target: `${socket.inside}/${name}`,
-                node: options.node,
-              },
-            };
+        mux || socket.kind === 'stdio'
+          ? { channel: { kind: 'mux', mux: mux as MuxEndpoint } }
+          : socket.kind === 'pinned'
+            ? pinnedSocketChannel(socket.shared, name, socket.pinned)
+            : {
+                channel: {
+                  kind: 'relay',
+                  sandbox: socket.sandbox,
+                  target: `${socket.inside}/${name}`,
+                  node: options.node,
+                },
+              };
       return { ...reach, exited: process.exited, stop };
     },
     logTail: async () => log.text(),
