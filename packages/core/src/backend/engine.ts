@@ -59,6 +59,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   private readonly skills: SkillStore;
   private readonly mcp: McpRegistry;
   private seedWarnings: string[] = [];
+  private sessionWarnings: readonly string[] = [];
 
   /** @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec. */
   constructor(options: WorkspaceEngineOptions<P>) {
@@ -136,9 +137,12 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     };
   }
 
-  /** Problems met at initialize (skill paths skipped, `.mcp` entries dropped) and by MCP connections. */
+  /**
+   * Problems met at initialize (what the backend reported while opening, skill paths skipped, `.mcp`
+   * entries dropped) and by MCP connections.
+   */
   get warnings(): readonly string[] {
-    return [...this.seedWarnings, ...this.mcp.warnings];
+    return [...this.sessionWarnings, ...this.seedWarnings, ...this.mcp.warnings];
   }
 
   /** The absolute paths of the workdir's layout entries. */
@@ -166,6 +170,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       this.sandbox = completeSandbox(session.sandbox);
       this.mcpConnector = session.mcp;
       this.openedWorkdir = session.workdir;
+      this.sessionWarnings = session.warnings ?? [];
       throwIfAborted(options.signal);
       // A workdir without skills/.seed may hold skills of the older flat layout, moved in by prepare.
       // Looked at only where looking costs less than the listing it saves.
