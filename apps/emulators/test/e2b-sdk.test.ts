@@ -40,7 +40,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await emulator?.close();
-  if (!problem) await removeEmulatorSandboxes(docker);
+  // Only this file's sandboxes: other suites drive emulators at the same time.
+  if (!problem) {
+    await removeEmulatorSandboxes(docker, { metadata: { suite } });
+    await removeEmulatorSandboxes(docker, { metadata: { suite: `${suite}-short` } });
+  }
 });
 
 async function rejection(action: () => Promise<unknown>): Promise<unknown> {

@@ -165,12 +165,22 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
 }
 
 /**
- * Removes every container of emulated E2B sandboxes (label `ws.emulator=e2b`), of any emulator, running
- * or not. Resolves with the sandbox IDs removed.
+ * Removes the containers of emulated E2B sandboxes (label `ws.emulator=e2b`), of any emulator, running
+ * or not: all of them, or with `metadata` only those whose metadata holds every given pair. Resolves
+ * with the sandbox IDs removed.
  */
-export async function removeEmulatorSandboxes(docker?: Docker | Docker.DockerOptions): Promise<string[]> {
+export async function removeEmulatorSandboxes(
+  docker?: Docker | Docker.DockerOptions,
+  options: { metadata?: Readonly<Record<string, string>> } = {},
+): Promise<string[]> {
   const client = dockerClient(docker);
-  const containers = await client.listContainers({ all: true, filters: E2B_CONTAINER_FILTER });
+  const label = [
+    ...E2B_CONTAINER_FILTER.label,
+    ...Object.entries(options.metadata ?? {}).map(
+      ([key, value]) => `${E2B_LABELS.metadataPrefix}${key}=${value}`,
+    ),
+  ];
+  const containers = await client.listContainers({ all: true, filters: { label } });
   const removed: string[] = [];
   for (const summary of containers) {
     try {

@@ -78,7 +78,7 @@ async function health(
 
 async function download(caller: EnvdCaller, url: URL, response: ServerResponse): Promise<void> {
   const path = resolveSandboxPath(url.searchParams.get('path') ?? undefined, caller.account.home);
-  const probe = await caller.files.probe(path);
+  const probe = await caller.files.probe(path, caller.account);
   if (probe.kind === 'directory') throw new HttpError(400, `path '${path}' is a directory`);
   if (probe.kind !== 'file') throw new HttpError(400, `path '${path}' is not a regular file`);
   const headers = {
@@ -92,7 +92,7 @@ async function download(caller: EnvdCaller, url: URL, response: ServerResponse):
   }
   // No content-length: the file may change between the probe and the read, and a wrong length would
   // corrupt the response; chunked transfer carries whatever cat prints.
-  const { chunks, finished } = await caller.files.read(path);
+  const { chunks, finished } = await caller.files.read(path, caller.account);
   // A client that goes away destroys the response; leaving the loop early ends the exec (cat).
   for await (const chunk of chunks) {
     if (response.destroyed) break;

@@ -173,13 +173,17 @@ function filesystemService(options: EnvdServiceOptions): Record<string, Unary | 
   return {
     stat: (async (request: { path: string }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
-      return { entry: await files.stat(resolveSandboxPath(request.path, account.home)) };
+      return { entry: await files.stat(resolveSandboxPath(request.path, account.home), account) };
     }) as Unary,
 
     listDir: (async (request: { path: string; depth: number }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
       return {
-        entries: await files.list(resolveSandboxPath(request.path, account.home), request.depth || 1),
+        entries: await files.list(
+          resolveSandboxPath(request.path, account.home),
+          request.depth || 1,
+          account,
+        ),
       };
     }) as Unary,
 
@@ -197,7 +201,7 @@ function filesystemService(options: EnvdServiceOptions): Record<string, Unary | 
 
     remove: (async (request: { path: string }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
-      await files.remove(resolveSandboxPath(request.path, account.home));
+      await files.remove(resolveSandboxPath(request.path, account.home), account);
       return {};
     }) as Unary,
   };

@@ -71,6 +71,10 @@ const WRITE = `ensure_dir "$(dirname -- "$1")" "$2" "$3"
 cat > "$1" || exit 16
 [ "$2" = 0 ] || chown "$2:$3" -- "$1"`;
 
+function userOf(account: Account): string {
+  return account.uid === 0 ? 'root' : `${account.uid}:${account.gid}`;
+}
+
 /** A failed file operation, for both the RPC (ConnectError) and the HTTP (status) side. */
 export class FileOperationError extends ConnectError {
   constructor(
@@ -207,23 +211,30 @@ function walkOrder(left: EntryInfo, right: EntryInfo): number {
 export class FilesystemOps {
   constructor(private readonly container: Docker.Container) {}
 
-  private async run(script: string, args: readonly string[], input?: AsyncIterable<Uint8Array>) {
+  // As envd, every operation runs as the requesting user (the container holds no capability that
+  // would let root reach past a user's permissions).
+  private async run(
+    script: string,
+    args: readonly string[],
+    account: Account,
+    input?: AsyncIterable<Uint8Array>,
+  ) {
     return runExec(this.container, ['sh', '-c', PRELUDE + script, 'sh', ...args], {
-      user: 'root',
+      user: userOf(account),
       ...(input !== undefined ? { input } : {}),
     });
   }
 
-  async stat(path: string): Promise<EntryInfo> {
-    const result = await this.run(STAT, [path]);
+  async stat(path: string, account: Account): Promise<EntryInfo> {
+    const result = await this.run(STAT, [path], account);
     if (result.exitCode !== 0) throw failure(result.exitCode, path, result.stderr.toString(), 'reading');
     const entry = parseEntries(result.stdout)[0];
     if (!entry) throw failure(10, path, '', 'reading');
     return entry;
   }
 
-  async list(path: string, depth: number): Promise<EntryInfo[]> {
-    const result = await this.run(LIST, [path, String(Math.max(1, depth))]);
+  async list(path: string, depth: number, account: Account): Promise<EntryInfo[]> {
+    const result = await this.run(LIST, [path, String(Math.max(1, depth))], account);
     if (result.exitCode === 12) {
       throw new FileOperationError(`path is not a directory: ${path}`, Code.InvalidArgument, 400);
     }
@@ -232,13 +243,17 @@ export class FilesystemOps {
   }
 
   async makeDir(path: string, account: Account): Promise<EntryInfo> {
-    const result = await this.run(MAKE_DIR, [path, String(account.uid), String(account.gid)]);
+    const result = await this.run(MAKE_DIR, [path, String(account.uid), String(account.gid)], account);
     if (result.exitCode !== 0) throw failure(result.exitCode, path, result.stderr.toString(), 'creating');
     return parseEntries(result.stdout)[0] ?? { ...emptyEntry(path), type: FILE_TYPE.directory };
   }
 
   async move(source: string, destination: string, account: Account): Promise<EntryInfo> {
-    const result = await this.run(MOVE, [source, destination, String(account.uid), String(account.gid)]);
+    const result = await this.run(
+      MOVE,
+      [source, destination, String(account.uid), String(account.gid)],
+      account,
+    );
     if (result.exitCode === 10) {
       throw new FileOperationError(`source file not found: ${source}`, Code.NotFound, 404);
     }
@@ -247,14 +262,17 @@ export class FilesystemOps {
   }
 
   /** Removes a file or a directory tree; a missing path is no error (envd's os.RemoveAll). */
-  async remove(path: string): Promise<void> {
-    const result = await this.run(REMOVE, [path]);
+  async remove(path: string, account: Account): Promise<void> {
+    const result = await this.run(REMOVE, [path], account);
     if (result.exitCode !== 0) throw failure(result.exitCode, path, result.stderr.toString(), 'removing');
   }
 
   /** What a path is, after following links, for a download. */
-  async probe(path: string): Promise<{ kind: 'file' | 'directory' | 'other'; size: number }> {
-    const result = await this.run(PROBE, [path]);
+  async probe(
+    path: string,
+    account: Account,
+  ): Promise<{ kind: 'file' | 'directory' | 'other'; size: number }> {
+    const result = await this.run(PROBE, [path], account);
     if (result.exitCode !== 0) throw failure(result.exitCode, path, result.stderr.toString(), 'reading');
     const [kind, size] = result.stdout.toString('utf8').trim().split(' ');
     return { kind: kind === 'file' || kind === 'directory' ? kind : 'other', size: Number(size) || 0 };
@@ -262,7 +280,7 @@ export class FilesystemOps {
 
   /** Replaces a file with the bytes of `content`, creating its parents. */
   async write(path: string, content: AsyncIterable<Uint8Array>, account: Account): Promise<void> {
-    const result = await this.run(WRITE, [path, String(account.uid), String(account.gid)], content);
+    const result = await this.run(WRITE, [path, String(account.uid), String(account.gid)], account, content);
     if (result.exitCode === 12) {
       throw new FileOperationError(`path is a directory: ${path}`, Code.InvalidArgument, 400);
     }
@@ -270,8 +288,8 @@ export class FilesystemOps {
   }
 
   /** A file's bytes as `cat` in the container prints them, with cat's exit status once done. */
-  read(path: string): ReturnType<typeof streamStdout> {
-    return streamStdout(this.container, ['cat', '--', path], { user: 'root' });
+  read(path: string, account: Account): ReturnType<typeof streamStdout> {
+    return streamStdout(this.container, ['cat', '--', path], { user: userOf(account) });
   }
 }
 

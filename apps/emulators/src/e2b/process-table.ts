@@ -52,6 +52,8 @@ export class ManagedProcess {
   ended = false;
 
   constructor(
+    /** Who runs it: signals are sent as this user (the container holds no capability to signal others). */
+    readonly user: string,
     readonly pid: number,
     readonly config: ProcessConfig,
     readonly tag: string | undefined,
@@ -136,7 +138,14 @@ export class ManagedProcess {
 
   async signal(signal: SignalName): Promise<void> {
     this.signalled ??= signal;
-    const result = await this.table.runAsRoot(['sh', '-c', KILL, 'sh', signal.slice(3), String(this.pid)]);
+    const result = await this.table.runAs(this.user, [
+      'sh',
+      '-c',
+      KILL,
+      'sh',
+      signal.slice(3),
+      String(this.pid),
+    ]);
     if (result.exitCode !== 0 && !this.ended) {
       throw new ConnectError(
         `error sending signal: ${result.stderr.toString('utf8').trim() || `exit ${result.exitCode}`}`,
@@ -212,8 +221,8 @@ export class ProcessTable {
 
   constructor(private readonly container: Docker.Container) {}
 
-  runAsRoot(argv: readonly string[]): ReturnType<typeof runExec> {
-    return runExec(this.container, argv, { user: 'root' });
+  runAs(user: string, argv: readonly string[]): ReturnType<typeof runExec> {
+    return runExec(this.container, argv, { user });
   }
 
   list(): ManagedProcess[] {
@@ -318,6 +327,7 @@ export class ProcessTable {
       );
     }
     const started = new ManagedProcess(
+      account.name,
       Number(match[2]),
       config,
       options.tag,

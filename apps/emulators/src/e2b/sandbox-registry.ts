@@ -152,6 +152,10 @@ export class SandboxRegistry {
       Tty: false,
       HostConfig: {
         Init: true,
+        // E2B runs commands as an unprivileged user: here root in the container holds no capability
+        // and cannot gain one, which is what that means for a command.
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
         ...(input.allowInternetAccess === false ? { NetworkMode: 'none' } : {}),
       },
     };
