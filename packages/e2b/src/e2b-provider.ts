@@ -1,0 +1,396 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import {
+  completeSandbox,
+  type Provider,
+  type ProviderOpenOptions,
+  type ProviderSession,
+  throwIfAborted,
+} from '@ws/core/backend';
+import {
+  GatewayLink,
+  GatewayMcpConnector,
+  GatewaySandbox,
+  installGateway,
+  probeNode,
+  readGatewayAsset,
+  sandboxGatewayLauncher,
+} from '@ws/core/gateway';
+import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
+import { E2BSandbox } from './e2b-sandbox.js';
+import { translateE2BError } from './errors.js';
+
+/** The metadata keys a workspace puts on its sandboxes, so they are found again and reaped. */
+export const METADATA = {
+  id: 'ws.workspace.id',
+  owner: 'ws.owner',
+  created: 'ws.created',
+} as const;
+
+/** The workdir inside an E2B sandbox (as AgentScope's). */
+export const E2B_WORKDIR = '/home/user/workspace';
+const GATEWAY_HOME = '/home/user/.ws';
+/** This machine (its name and boot), so that records of its own dead processes can be told apart. */
+const MACHINE = createHash('sha256')
+  .update(hostname())
+  .update(
+    (() => {
+      try {
+        return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8');
+      } catch {
+        return '';
+      }
+    })(),
+  )
+  .digest('hex')
+  .slice(0, 12);
+
+/** Whether a record names an object that may still be open: another machine's, or a live process of this one. */
+function mayBeOpen(record: string): boolean {
+  const [machine, pid] = record.split('-');
+  if (machine !== MACHINE) return true;
+  try {
+    process.kill(Number(pid), 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * One file per workspace object attached to the sandbox, touched while it is open: `close()` pauses
+ * the sandbox only when no other object's file is fresh (one older than the time limit belongs to a
+ * host that went away) and names an object that may still be open (a record of a dead process of
+ * this machine does not).
+ */
+const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
+// $1 folder, $2 this object's file: (re)creates it.
+const ATTACH = 'mkdir -p -- "$1" && touch -- "$1/$2"';
+// $1 folder, $2 this object's file, $3 seconds after which a file is stale: removes this object's
+// file and prints the others that are fresh.
+const DETACH = `rm -f -- "$1/$2"
+[ -d "$1" ] || exit 0
+find "$1" -mindepth 1 -maxdepth 1 -type f -newermt "@$(( $(date +%s) - $3 ))" -printf '%f\n'`;
+/** E2B's default sandbox time limit (AgentScope's too). */
+export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
+
+/** Options of {@link E2BProvider}. */
+export interface E2BProviderOptions {
+  template: string;
+  apiKey?: string | undefined;
+  apiUrl?: string | undefined;
+  domain?: string | undefined;
+  sandboxUrl?: string | undefined;
+  timeoutMs: number;
+  requestTimeoutMs?: number | undefined;
+  metadata?: Readonly<Record<string, string>> | undefined;
+  env?: Readonly<Record<string, string>> | undefined;
+  owner?: string | undefined;
+  gateway?: boolean | undefined;
+}
+
+/** A sandbox of the listing, as this provider reads it. */
+interface Found {
+  readonly sandboxId: string;
+  readonly startedAt: number;
+  readonly state: string;
+}
+
+/**
+ * Finds the workspace's sandbox by its metadata (running or paused; several → the newest, with a
+ * warning), resumes or creates it, installs and starts the gateway over the sandbox's own process
+ * stdin and stdout, and keeps the sandbox's time limit pushed back while the workspace is open.
+ * `close()` pauses the sandbox; `destroy()` kills every sandbox carrying the workspace's id.
+ */
+export class E2BProvider implements Provider {
+  readonly backend = 'e2b';
+  readonly description = 'E2B-sandbox-based';
+  readonly expectedWorkdir = E2B_WORKDIR;
+  readonly isolation = 'vm' as const;
+  readonly mcp = true;
+  readonly persistent = true;
+  private sandbox: Sandbox | undefined;
+  private direct: E2BSandbox | undefined;
+  /** The sandbox the session hands out (through the gateway when it runs). */
+  private session: WsSandbox | undefined;
+  /** This object's attachment file name: this machine, this process, this object. */
+  private readonly attachment = `${MACHINE}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  private link: GatewayLink | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private bundleBytes: Promise<Uint8Array> | undefined;
+  /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
+  attachMs: number | undefined;
+
+  constructor(private readonly options: E2BProviderOptions) {}
+
+  /** The id of the sandbox the workspace is attached to, once it is. */
+  get sandboxId(): string | undefined {
+    return this.sandbox?.sandboxId;
+  }
+
+  /** Milliseconds the gateway took to start, once it answered. */
+  get gatewayStartMs(): number | undefined {
+    return this.link?.startedMs;
+  }
+
+  /** The SDK's connection options: only those given, so the SDK reads the rest from its environment. */
+  private connection(signal?: AbortSignal): ConnectionOpts {
+    const { apiKey, apiUrl, domain, sandboxUrl, requestTimeoutMs } = this.options;
+    return {
+      ...(apiKey ? { apiKey } : {}),
+      ...(apiUrl ? { apiUrl } : {}),
+      ...(domain ? { domain } : {}),
+      ...(sandboxUrl ? { sandboxUrl } : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      // A request that may have reached E2B is never sent again by the SDK (a second create would
+      // make a second sandbox); the calls here decide themselves what is safe to repeat.
+      retries: 0,
+      ...(signal ? { signal } : {}),
+    };
+  }
+
+  /** Every sandbox carrying the workspace id, running or paused, newest first. */
+  private async find(workspaceId: string): Promise<Found[]> {
+    const found: Found[] = [];
+    try {
+      const paginator = Sandbox.list({
+        ...this.connection(),
+        query: { metadata: { [METADATA.id]: workspaceId }, state: ['running', 'paused'] },
+        limit: 100,
+      });
+      while (paginator.hasNext) {
+        for (const info of (await paginator.nextItems()) as SandboxInfo[]) {
+          // The filter is the service's; the check is ours (a sandbox of another id is never touched).
+          if (info.metadata?.[METADATA.id] !== workspaceId) continue;
+          found.push({ sandboxId: info.sandboxId, startedAt: info.startedAt.getTime(), state: info.state });
+        }
+      }
+    } catch (error) {
+      // Unlike treating a failed listing as "none", which would create a second sandbox for the id.
+      throw translateE2BError(error, 'listing the sandboxes');
+    }
+    return found.sort((a, b) => b.startedAt - a.startedAt || (a.sandboxId < b.sandboxId ? -1 : 1));
+  }
+
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
+    throwIfAborted(options.signal);
+    const began = performance.now();
+    const warnings: string[] = [];
+    const { workspaceId } = options;
+    const found = await this.find(workspaceId);
+    if (found.length > 1) {
+      warnings.push(
+        `${found.length} E2B sandboxes carry workspace id ${workspaceId} (${found.map((item) => item.sandboxId).join(', ')}); using the newest, ${found[0]?.sandboxId}`,
+      );
+    }
+    const sandbox = found[0]
+      ? await this.connect(found[0].sandboxId, options.signal)
+      : await this.create(workspaceId, options.signal);
+    this.sandbox = sandbox;
+    this.attachMs = performance.now() - began;
+    this.startKeepAlive(sandbox);
+    const direct = new E2BSandbox(sandbox, E2B_WORKDIR, this.options.env ?? {});
+    this.direct = direct;
+    if (this.options.gateway === false)
+      return this.attach({ sandbox: direct, workdir: E2B_WORKDIR, warnings });
+    const complete = completeSandbox(direct);
+    const node = await probeNode(complete, options);
+    if (!node) {
+      warnings.push(
+        `The template ${this.options.template} has no node 18 or newer: commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run`,
+      );
+      return this.attach({ sandbox: direct, workdir: E2B_WORKDIR, warnings });
+    }
+    const bundle = await installGateway(complete, GATEWAY_HOME, await this.bundle(), options);
+    const link = new GatewayLink(
+      sandboxGatewayLauncher({
+        start: (argv) => direct.spawn(argv, { cwd: '/' }),
+        node: node.path,
+        bundle,
+        workdir: E2B_WORKDIR,
+        socket: { kind: 'stdio' },
+      }),
+    );
+    this.link = link;
+    // Waited for: every call goes through it from the first (a command through envd costs more).
+    await link.start(options).catch((error: unknown) => {
+      warnings.push(
+        `The gateway did not start, so calls go through envd directly: ${(error as Error).message}`,
+      );
+    });
+    return this.attach({
+      sandbox: new GatewaySandbox({ direct, link, routeExec: true }),
+      workdir: E2B_WORKDIR,
+      mcp: new GatewayMcpConnector(link),
+      warnings,
+    });
+  }
+
+  /** Records this object among the sandbox's users (see {@link ATTACHED_DIR}). */
+  private async attach(session: ProviderSession): Promise<ProviderSession> {
+    this.session = session.sandbox;
+    await this.touchAttachment();
+    return session;
+  }
+
+  private async touchAttachment(): Promise<void> {
+    const result = await this.session?.exec(['sh', '-c', ATTACH, 'sh', ATTACHED_DIR, this.attachment], {
+      cwd: '/',
+      timeoutMs: 30_000,
+    });
+    if (result && result.exitCode !== 0)
+      throw new WsError(
+        'BACKEND_ERROR',
+        `Recording the workspace in its sandbox failed: ${result.stderrText.trim()}`,
+      );
+  }
+
+  /** Removes this object's record; true when another object's record is fresh. */
+  private async detach(): Promise<boolean> {
+    const staleSeconds = Math.ceil(this.options.timeoutMs / 1000);
+    const result = await this.session
+      ?.exec(['sh', '-c', DETACH, 'sh', ATTACHED_DIR, this.attachment, String(staleSeconds)], {
+        cwd: '/',
+        timeoutMs: 30_000,
+      })
+      .catch(() => undefined);
+    if (result === undefined || result.exitCode !== 0) return false;
+    return result.stdoutText.split('\n').some((record) => record !== '' && mayBeOpen(record));
+  }
+
+  private async connect(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+    try {
+      // Resumes a paused sandbox.
+      return await Sandbox.connect(sandboxId, {
+        ...this.connection(signal),
+        timeoutMs: this.options.timeoutMs,
+      });
+    } catch (error) {
+      throw translateE2BError(error, `connecting to sandbox ${sandboxId}`);
+    }
+  }
+
+  private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+    let sandbox: Sandbox;
+    try {
+      sandbox = await Sandbox.create(this.options.template, {
+        ...this.connection(signal),
+        timeoutMs: this.options.timeoutMs,
+        metadata: {
+          ...this.options.metadata,
+          [METADATA.id]: workspaceId,
+          [METADATA.owner]: this.options.owner ?? 'ws',
+          [METADATA.created]: new Date().toISOString(),
+        },
+        ...(this.options.env ? { envs: { ...this.options.env } } : {}),
+        // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
+        lifecycle: { onTimeout: 'pause' },
+      });
+    } catch (error) {
+      throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
+    }
+    // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
+    const all = await this.find(workspaceId).catch(() => []);
+    const oldest = all.at(-1);
+    if (oldest && oldest.sandboxId !== sandbox.sandboxId) {
+      await sandbox.kill().catch(() => false);
+      return this.connect(oldest.sandboxId, signal);
+    }
+    return sandbox;
+  }
+
+  /** Pushes the sandbox's time limit back while the workspace is open; a host that dies stops doing so. */
+  private startKeepAlive(sandbox: Sandbox): void {
+    const every = Math.max(5_000, Math.floor(this.options.timeoutMs / 3));
+    this.keepAlive = setInterval(() => {
+      void sandbox.setTimeout(this.options.timeoutMs).catch(() => {});
+      void this.touchAttachment().catch(() => {});
+    }, every);
+    this.keepAlive.unref();
+  }
+
+  /** The gateway bundle this package ships (read once). */
+  private bundle(): Promise<Uint8Array> {
+    this.bundleBytes ??= readGatewayAsset(import.meta.url);
+    return this.bundleBytes;
+  }
+
+  /** True while the sandbox exists and runs (a sandbox paused or killed from outside does not). */
+  async alive(): Promise<boolean> {
+    const sandbox = this.sandbox;
+    if (!sandbox) return false;
+    return Sandbox.getInfo(sandbox.sandboxId, this.connection()).then(
+      (info) => info.state === 'running',
+      () => false,
+    );
+  }
+
+  /**
+   * Stops the gateway (and with it the MCP servers it runs), kills the processes this object
+   * spawned, and pauses the sandbox unless another workspace object still uses it: its files are
+   * kept and it costs nothing while paused.
+   */
+  async close(options: CallOptions = {}): Promise<void> {
+    if (this.keepAlive) clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+    const shared = await this.detach();
+    this.session = undefined;
+    const sandbox = this.sandbox;
+    this.sandbox = undefined;
+    const link = this.link;
+    this.link = undefined;
+    const direct = this.direct;
+    this.direct = undefined;
+    await link?.stop().catch(() => {});
+    await direct?.killSpawned();
+    if (!sandbox || shared) return;
+    try {
+      await sandbox.pause(this.connection(options.signal));
+    } catch (error) {
+      const translated = translateE2BError(error, `pausing sandbox ${sandbox.sandboxId}`);
+      // Gone already: nothing to pause.
+      if (translated.details?.lost) return;
+      throw translated;
+    }
+  }
+
+  /** Kills every sandbox carrying the workspace id (its files go with it). */
+  async destroy(options: ProviderOpenOptions): Promise<void> {
+    const found = await this.find(options.workspaceId);
+    await Promise.all(
+      found.map(async ({ sandboxId }) => {
+        try {
+          await Sandbox.kill(sandboxId, this.connection());
+        } catch (error) {
+          throw translateE2BError(error, `killing sandbox ${sandboxId}`);
+        }
+      }),
+    );
+  }
+}
+
+/**
+ * Kills the sandboxes whose metadata names `owner` (all of them, running or paused), and returns their
+ * ids: for tests and for cleaning up after a crashed service.
+ */
+export async function killOwnedSandboxes(
+  owner: string,
+  connection: Pick<E2BProviderOptions, 'apiKey' | 'apiUrl' | 'domain'> = {},
+): Promise<string[]> {
+  if (!owner) throw new WsError('INVALID_ARGUMENT', 'An owner tag is required');
+  const opts = {
+    ...(connection.apiKey ? { apiKey: connection.apiKey } : {}),
+    ...(connection.apiUrl ? { apiUrl: connection.apiUrl } : {}),
+    ...(connection.domain ? { domain: connection.domain } : {}),
+  };
+  const ids: string[] = [];
+  const paginator = Sandbox.list({ ...opts, query: { metadata: { [METADATA.owner]: owner } }, limit: 100 });
+  while (paginator.hasNext) {
+    for (const info of (await paginator.nextItems()) as SandboxInfo[])
+      if (info.metadata?.[METADATA.owner] === owner) ids.push(info.sandboxId);
+  }
+  await Promise.all(ids.map((id) => Sandbox.kill(id, opts).catch(() => false)));
+  return ids;
+}

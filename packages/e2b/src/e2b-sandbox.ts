@@ -1,0 +1,406 @@
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  type FileOptions,
+  type FileStat,
+  type ProcessExit,
+  type ReadStreamOptions,
+  type SandboxCapabilities,
+  type SandboxProcess,
+  type SpawnOptions,
+  type WriteOptions,
+  WsError,
+  type Sandbox as WsSandbox,
+} from '@ws/core';
+import {
+  abortError,
+  assertArgv,
+  ChunkQueue,
+  collectBytes,
+  createExecResult,
+  encodeUtf8,
+  normalizeInput,
+  OutputCollector,
+  resolveSandboxPath,
+  shellJoin,
+  shellQuote,
+  throwIfAborted,
+} from '@ws/core/backend';
+import { CommandExitError, type CommandHandle, type Sandbox } from 'e2b';
+import { translateE2BError } from './errors.js';
+
+// Exit codes of the wrapper that no command of ours gives for these cases (as core's fallbacks use).
+const NO_CWD = 86;
+const CWD_NOT_DIR = 87;
+const CWD_MARK = 'ws-e2b: bad working directory';
+
+// Resolves the target's links, refuses a folder, makes the parents and a fresh temporary file beside
+// the target, and prints both paths (NUL-terminated). $1 target.
+const PREPARE_WRITE = `p=$1 n=0
+while [ -L "$p" ]; do
+  n=$((n + 1)); [ "$n" -gt 40 ] && exit 65
+  l=$(readlink -- "$p") || exit 1
+  case "$l" in /*) p=$l;; *) p=$(dirname -- "$p")/$l;; esac
+done
+[ -d "$p" ] && exit 67
+d=$(dirname -- "$p")
+mkdir -p -- "$d" 2>/dev/null || exit 68
+t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
+printf '%s\\0%s\\0' "$p" "$t"`;
+// $1 target, $2 the written temporary file, $3 mode ('' keeps a replaced file's, or 0666 less the umask).
+const COMMIT_WRITE = `if [ -n "$3" ]; then m=$3
+elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
+else m=$(printf %o $((0666 & ~$(umask)))); fi
+chmod "$m" -- "$2" && exec mv -f -- "$2" "$1"`;
+
+/**
+ * The SDK's command handle keeps every byte of output as a string, for its own `wait()` result; this
+ * sandbox takes output through the callbacks and empties that copy as it goes, so a command printing
+ * gigabytes (or the gateway's process, whose output is all its traffic) holds no memory. Pinned to the
+ * e2b version this package depends on exactly; `test/e2b-sdk-shape.test.ts` fails if the field moves.
+ */
+export function forgetOutput(handle: CommandHandle | undefined): void {
+  const kept = handle as unknown as { _stdout?: string; _stderr?: string } | undefined;
+  if (!kept) return;
+  if (kept._stdout) kept._stdout = '';
+  if (kept._stderr) kept._stderr = '';
+}
+
+/**
+ * An E2B sandbox as a sandbox, through the official SDK alone: commands with `commands.run` (in the
+ * background, with stdin when there is input, killed on timeout or abort), files with envd's file
+ * API (binary-safe), writes through a temporary file renamed over the target.
+ *
+ * The SDK hands command output over as text (decoded as UTF-8), so output that is not UTF-8 reaches
+ * this path with U+FFFD in place of invalid bytes; the workspace runs commands through the gateway,
+ * which carries bytes, whenever the sandbox has node.
+ */
+export class E2BSandbox implements WsSandbox {
+  readonly backend = 'e2b';
+  readonly capabilities: SandboxCapabilities = {
+    stat: true,
+    list: false,
+    remove: false,
+    mkdir: false,
+    rename: false,
+    readStream: true,
+    writeStream: false,
+    spawn: true,
+  };
+
+  /** Processes started by `spawn` that have not exited. */
+  private readonly spawned = new Set<number>();
+
+  constructor(
+    private readonly sandbox: Sandbox,
+    readonly workdir: string,
+    private readonly env: Readonly<Record<string, string>>,
+  ) {}
+
+  /** Kills every process `spawn` started that still runs. */
+  async killSpawned(): Promise<void> {
+    await Promise.all([...this.spawned].map((pid) => this.sandbox.commands.kill(pid).catch(() => false)));
+    this.spawned.clear();
+  }
+
+  /** The shell line that runs `argv` in `cwd` (envd runs it with `bash -l -c`). */
+  private commandLine(argv: readonly string[], cwd: string): string {
+    const dir = shellQuote(cwd);
+    return `cd -- ${dir} 2>/dev/null || { printf '%s' '${CWD_MARK}' >&2; [ -e ${dir} ] && exit ${CWD_NOT_DIR}; exit ${NO_CWD}; }; exec ${shellJoin(argv)}`;
+  }
+
+  private async start(
+    argv: readonly string[],
+    options: { cwd?: string | undefined; env?: Readonly<Record<string, string>> | undefined },
+    handlers: { stdin: boolean; onStdout: (text: string) => void; onStderr: (text: string) => void },
+    what: string,
+  ): Promise<{ handle: CommandHandle; cwd: string }> {
+    assertArgv(argv);
+    const cwd = options.cwd === undefined ? this.workdir : resolveSandboxPath(this.workdir, options.cwd);
+    let handle: CommandHandle | undefined;
+    try {
+      handle = await this.sandbox.commands.run(this.commandLine(argv, cwd), {
+        background: true,
+        stdin: handlers.stdin,
+        envs: { ...this.env, ...options.env },
+        // No time limit of the SDK's: timeouts are this sandbox's, and kill the command.
+        timeoutMs: 0,
+        onStdout: (text) => {
+          handlers.onStdout(text);
+          forgetOutput(handle);
+        },
+        onStderr: (text) => {
+          handlers.onStderr(text);
+          forgetOutput(handle);
+        },
+      });
+      forgetOutput(handle);
+      return { handle, cwd };
+    } catch (error) {
+      throw translateE2BError(error, `${what} ${argv[0]}`);
+    }
+  }
+
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    throwIfAborted(options.signal);
+    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const stdout = new OutputCollector(limit);
+    const stderr = new OutputCollector(limit);
+    // Listeners run in order, one at a time, after the bytes were kept.
+    let delivered: Promise<void> = Promise.resolve();
+    const deliver = (collector: OutputCollector, listener: ExecOptions['onStdout']) => (text: string) => {
+      const bytes = encodeUtf8(text);
+      collector.push(bytes);
+      if (listener) delivered = delivered.then(() => listener(bytes)).then(() => {});
+    };
+    const { handle, cwd } = await this.start(
+      argv,
+      options,
+      {
+        stdin: options.stdin !== undefined,
+        onStdout: deliver(stdout, options.onStdout),
+        onStderr: deliver(stderr, options.onStderr),
+      },
+      'exec',
+    );
+    let timedOut = false;
+    let aborted = false;
+    const kill = () => void this.sandbox.commands.kill(handle.pid).catch(() => false);
+    const timer =
+      options.timeoutMs !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            kill();
+          }, options.timeoutMs)
+        : undefined;
+    const onAbort = () => {
+      aborted = true;
+      kill();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.stdin !== undefined) void this.feed(handle.pid, normalizeInput(options.stdin));
+    try {
+      let exitCode: number;
+      try {
+        exitCode = (await handle.wait()).exitCode;
+      } catch (error) {
+        if (!(error instanceof CommandExitError)) throw error;
+        exitCode = error.exitCode;
+      }
+      await delivered;
+      if (aborted) throw abortError(options.signal);
+      if (
+        (exitCode === NO_CWD || exitCode === CWD_NOT_DIR) &&
+        new TextDecoder().decode(stderr.bytes()) === CWD_MARK
+      ) {
+        throw new WsError(
+          exitCode === NO_CWD ? 'NOT_FOUND' : 'NOT_A_DIRECTORY',
+          `The working directory ${cwd} ${exitCode === NO_CWD ? 'does not exist' : 'is not a directory'} in the sandbox`,
+          { details: { cwd } },
+        );
+      }
+      return createExecResult({
+        exitCode: timedOut ? -1 : exitCode,
+        stdout: stdout.bytes(),
+        stderr: stderr.bytes(),
+        timedOut,
+        truncated: stdout.truncated || stderr.truncated,
+      });
+    } catch (error) {
+      if (aborted) throw abortError(options.signal);
+      throw translateE2BError(error, `exec ${argv[0]}`);
+    } finally {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Streams input to a command's stdin, one request at a time (in order), then closes it. */
+  private async feed(pid: number, input: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {
+    const maxChunk = 1024 * 1024;
+    const send = async (bytes: Uint8Array) => {
+      for (let offset = 0; offset < bytes.byteLength; offset += maxChunk)
+        await this.sandbox.commands.sendStdin(pid, bytes.subarray(offset, offset + maxChunk));
+    };
+    try {
+      if (input instanceof Uint8Array) await send(input);
+      else for await (const chunk of input) await send(chunk);
+    } catch {
+      // The command ended or stopped reading; what it read is its business.
+    }
+    await this.sandbox.commands.closeStdin(pid).catch(() => {});
+  }
+
+  /**
+   * A long-lived process (`commands.run` in the background with stdin). Its output has no
+   * back-pressure through the SDK: it is queued as it arrives. Only SIGKILL reaches it (the SDK's
+   * one signal).
+   */
+  async spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    throwIfAborted(options.signal);
+    const stdout = new ChunkQueue(Number.POSITIVE_INFINITY);
+    const stderr = new ChunkQueue(Number.POSITIVE_INFINITY);
+    const { handle } = await this.start(
+      argv,
+      options,
+      {
+        stdin: true,
+        onStdout: (text) => void stdout.push(encodeUtf8(text)),
+        onStderr: (text) => void stderr.push(encodeUtf8(text)),
+      },
+      'spawn',
+    );
+    this.spawned.add(handle.pid);
+    const exited: Promise<ProcessExit> = handle.wait().then(
+      (result) => ({ exitCode: result.exitCode }),
+      (error: unknown) => ({ exitCode: error instanceof CommandExitError ? error.exitCode : -1 }),
+    );
+    void exited.then(() => {
+      this.spawned.delete(handle.pid);
+      stdout.end();
+      stderr.end();
+    });
+    const kill = async () => {
+      await this.sandbox.commands.kill(handle.pid).catch(() => false);
+    };
+    const onAbort = () => void kill();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+    // Writes go one at a time, so they arrive in order.
+    let writing: Promise<void> = Promise.resolve();
+    return {
+      pid: handle.pid,
+      stdout: stdout.iterate(),
+      stderr: stderr.iterate(),
+      write: (chunk) => {
+        const bytes = typeof chunk === 'string' ? encodeUtf8(chunk) : chunk;
+        const next = writing.then(() => this.sandbox.commands.sendStdin(handle.pid, bytes));
+        writing = next.catch(() => {});
+        return next.catch((error: unknown) => {
+          throw new WsError('CONFLICT', 'The process no longer accepts input', { cause: error });
+        });
+      },
+      closeStdin: async () => {
+        await writing;
+        await this.sandbox.commands.closeStdin(handle.pid).catch(() => {});
+      },
+      kill: async () => kill(),
+      exited,
+      [Symbol.asyncDispose]: async () => {
+        await kill();
+        await exited;
+      },
+    };
+  }
+
+  async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
+    return collectBytes(await this.readStream(path, options));
+  }
+
+  async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    throwIfAborted(options.signal);
+    const target = resolveSandboxPath(this.workdir, path);
+    let stream: ReadableStream<Uint8Array>;
+    try {
+      stream = await this.sandbox.files.read(target, {
+        format: 'stream',
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+    } catch (error) {
+      if (options.signal?.aborted) throw abortError(options.signal);
+      throw translateE2BError(error, `reading ${target}`, target);
+    }
+    const signal = options.signal;
+    return (async function* () {
+      const reader = stream.getReader();
+      try {
+        for (;;) {
+          throwIfAborted(signal);
+          const { done, value } = await reader.read();
+          if (done) return;
+          yield value;
+        }
+      } catch (error) {
+        if (signal?.aborted) throw abortError(signal);
+        throw translateE2BError(error, `reading ${target}`, target);
+      } finally {
+        await reader.cancel().catch(() => {});
+      }
+    })();
+  }
+
+  /** Describes a path through envd's Stat, following symbolic links. */
+  async stat(path: string, options: FileOptions = {}): Promise<FileStat> {
+    throwIfAborted(options.signal);
+    let target = resolveSandboxPath(this.workdir, path);
+    for (let hops = 0; hops < 40; hops++) {
+      let info: Awaited<ReturnType<Sandbox['files']['getInfo']>>;
+      try {
+        info = await this.sandbox.files.getInfo(target);
+      } catch (error) {
+        throw translateE2BError(error, `stat ${target}`, target);
+      }
+      if (info.symlinkTarget) {
+        target = resolveSandboxPath(target.slice(0, target.lastIndexOf('/')) || '/', info.symlinkTarget);
+        continue;
+      }
+      return {
+        type: info.type === 'dir' ? 'directory' : info.type === 'file' ? 'file' : 'other',
+        size: info.size,
+        mtimeMs: info.modifiedTime?.getTime() ?? 0,
+        mode: info.mode & 0o7777,
+      };
+    }
+    throw new WsError('INVALID_ARGUMENT', `Too many symbolic links in ${path}`);
+  }
+
+  /**
+   * Writes a file whole or not at all: a command resolves the target's links and makes a temporary
+   * file beside it, envd's file API uploads the bytes into it, and a second command gives it the
+   * mode and renames it over the target.
+   */
+  async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
+    throwIfAborted(options.signal);
+    const requested = resolveSandboxPath(this.workdir, path);
+    const prepared = await this.exec(['sh', '-c', PREPARE_WRITE, 'sh', requested], {
+      cwd: '/',
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    if (prepared.exitCode !== 0) {
+      const code = { 65: 'INVALID_ARGUMENT', 67: 'IS_A_DIRECTORY', 68: 'NOT_A_DIRECTORY' }[
+        prepared.exitCode
+      ] as 'INVALID_ARGUMENT' | 'IS_A_DIRECTORY' | 'NOT_A_DIRECTORY' | undefined;
+      throw new WsError(
+        code ?? 'BACKEND_ERROR',
+        `Writing ${requested} failed${code ? '' : `: ${prepared.stderrText.trim()}`}`,
+        { details: { path: requested } },
+      );
+    }
+    const [target = requested, temporary = ''] = prepared.stdoutText.split('\0');
+    try {
+      const bytes = typeof data === 'string' ? encodeUtf8(data) : data;
+      // A copy: the SDK sends an ArrayBuffer, which for a view would be the whole underlying buffer.
+      await this.sandbox.files.write(temporary, bytes.slice().buffer as ArrayBuffer);
+      const committed = await this.exec(
+        [
+          'sh',
+          '-c',
+          COMMIT_WRITE,
+          'sh',
+          target,
+          temporary,
+          options.mode === undefined ? '' : options.mode.toString(8),
+        ],
+        { cwd: '/' },
+      );
+      if (committed.exitCode !== 0)
+        throw new WsError('BACKEND_ERROR', `Writing ${target} failed: ${committed.stderrText.trim()}`, {
+          details: { path: target },
+        });
+    } catch (error) {
+      await this.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
+      throw translateE2BError(error, `writing ${target}`, target);
+    }
+  }
+}

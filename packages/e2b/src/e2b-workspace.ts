@@ -1,0 +1,112 @@
+import type { CommonWorkspaceOptions } from '@ws/core';
+import { WsError } from '@ws/core';
+import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { DEFAULT_E2B_TIMEOUT_MS, E2BProvider } from './e2b-provider.js';
+
+/** Options of {@link E2BWorkspace}. */
+export interface E2BWorkspaceOptions extends CommonWorkspaceOptions {
+  /** The sandbox template (its id or name). Default: `base`. */
+  template?: string;
+  /** The E2B API key. Default: `E2B_API_KEY` from the environment. */
+  apiKey?: string;
+  /** The control plane's URL. Default: `E2B_API_URL`, else `https://api.<domain>`. */
+  apiUrl?: string;
+  /** The E2B domain. Default: `E2B_DOMAIN`, else `e2b.app`. */
+  domain?: string;
+  /** One URL for every sandbox's envd (a self-hosted proxy, the emulator). Default: `E2B_SANDBOX_URL`, else E2B's. */
+  sandboxUrl?: string;
+  /**
+   * The sandbox's time limit in milliseconds. While the workspace is open it is pushed back every
+   * third of it; when the host goes away without `close()`, the sandbox pauses once it passes (files
+   * kept, billing stopped). Default: 300 000 (five minutes).
+   */
+  timeoutMs?: number;
+  /** Time limit of each request to E2B, in milliseconds. Default: the SDK's (60 000). */
+  requestTimeoutMs?: number;
+  /** Metadata put on a sandbox this workspace creates (besides its own `ws.*` keys). */
+  metadata?: Readonly<Record<string, string>>;
+  /** Variables for the sandbox and every command. */
+  env?: Readonly<Record<string, string>>;
+  /** Owner tag put in the sandbox's metadata (`ws.owner`), for reaping. Default: `ws`. */
+  owner?: string;
+  /** Start the gateway when the template has node 18 or newer. Default: true. */
+  gateway?: boolean;
+}
+
+const E2B_KEYS = [
+  'template',
+  'apiKey',
+  'apiUrl',
+  'domain',
+  'sandboxUrl',
+  'timeoutMs',
+  'requestTimeoutMs',
+  'metadata',
+  'env',
+  'owner',
+  'gateway',
+] as const satisfies readonly (keyof E2BWorkspaceOptions)[];
+
+const RESERVED = /^ws\./;
+
+/**
+ * A workspace in an E2B sandbox, through the official `e2b` SDK. The sandbox carries the workspace id
+ * in its metadata (`ws.workspace.id`) and is found by it again, resumed when paused; `close()`
+ * pauses it (files kept, nothing billed while paused), `destroy()` kills it. Tool calls and MCP go
+ * through the in-sandbox gateway, reached over one long-lived process's stdin and stdout.
+ */
+export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
+  /** @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id. */
+  constructor(options: E2BWorkspaceOptions = {}) {
+    checkOptionKeys('E2BWorkspace', options, E2B_KEYS);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_E2B_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 10_000)
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `timeoutMs must be a whole number of at least 10 000, not ${timeoutMs}`,
+        {
+          details: { timeoutMs },
+        },
+      );
+    const reserved = Object.keys(options.metadata ?? {}).filter((key) => RESERVED.test(key));
+    if (reserved.length > 0)
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `Metadata keys starting with "ws." are the workspace's own: ${reserved.join(', ')}`,
+        {
+          details: { keys: reserved },
+        },
+      );
+    super({
+      ...engineOptions(options),
+      provider: new E2BProvider({
+        template: options.template ?? 'base',
+        apiKey: options.apiKey,
+        apiUrl: options.apiUrl,
+        domain: options.domain,
+        sandboxUrl: options.sandboxUrl,
+        timeoutMs,
+        requestTimeoutMs: options.requestTimeoutMs,
+        metadata: options.metadata,
+        env: options.env,
+        owner: options.owner,
+        gateway: options.gateway,
+      }),
+    });
+  }
+
+  /** The id of the E2B sandbox this workspace is attached to, once initialized. */
+  get sandboxId(): string | undefined {
+    return this.provider.sandboxId;
+  }
+
+  /** Milliseconds the last initialize took to find, resume or create the sandbox. */
+  get attachMs(): number | undefined {
+    return this.provider.attachMs;
+  }
+
+  /** Milliseconds the gateway took to start and answer, once it did. */
+  get gatewayStartMs(): number | undefined {
+    return this.provider.gatewayStartMs;
+  }
+}

@@ -1,0 +1,74 @@
+import { isWsError, WsError } from '@ws/core';
+import {
+  AuthenticationError,
+  FileNotFoundError,
+  NotFoundError,
+  RateLimitError,
+  SandboxNotFoundError,
+  TimeoutError,
+} from 'e2b';
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The WsError for an error of the e2b SDK: a missing file is `NOT_FOUND`; a sandbox that is gone
+ * (killed, or expired) is `BACKEND_UNAVAILABLE`, never `NOT_FOUND`; a refused key is
+ * `PERMISSION_DENIED`; a rate limit or an unreachable service is `BACKEND_UNAVAILABLE`.
+ */
+export function translateE2BError(error: unknown, what: string, path?: string): WsError {
+  if (isWsError(error)) return error;
+  const message = messageOf(error);
+  const details = path !== undefined ? { path } : undefined;
+  if (error instanceof SandboxNotFoundError)
+    return new WsError('BACKEND_UNAVAILABLE', `The E2B sandbox is gone (${what}): ${message}`, {
+      cause: error,
+      details: { lost: true },
+    });
+  if (error instanceof FileNotFoundError || (error instanceof NotFoundError && path !== undefined))
+    return new WsError('NOT_FOUND', `${path ?? what}: no such file or directory`, {
+      cause: error,
+      ...(details ? { details } : {}),
+    });
+  if (error instanceof AuthenticationError)
+    return new WsError('PERMISSION_DENIED', `E2B refused the credentials (${what}): ${message}`, {
+      cause: error,
+    });
+  if (error instanceof RateLimitError)
+    return new WsError('BACKEND_UNAVAILABLE', `E2B is rate-limiting this key (${what}): ${message}`, {
+      cause: error,
+    });
+  if (error instanceof TimeoutError)
+    return new WsError('TIMEOUT', `E2B did not answer in time (${what}): ${message}`, { cause: error });
+  if (/is a directory/i.test(message))
+    return new WsError('IS_A_DIRECTORY', `${path ?? what}: is a directory`, {
+      cause: error,
+      ...(details ? { details } : {}),
+    });
+  if (/not a directory/i.test(message))
+    return new WsError('NOT_A_DIRECTORY', `${path ?? what}: a parent is not a directory`, {
+      cause: error,
+      ...(details ? { details } : {}),
+    });
+  if (/permission denied/i.test(message))
+    return new WsError('PERMISSION_DENIED', `${path ?? what}: permission denied`, {
+      cause: error,
+      ...(details ? { details } : {}),
+    });
+  const code =
+    (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
+  if (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'ECONNRESET' ||
+    /fetch failed/i.test(message)
+  )
+    return new WsError('BACKEND_UNAVAILABLE', `E2B cannot be reached (${what}): ${message}`, {
+      cause: error,
+    });
+  return new WsError('BACKEND_ERROR', `E2B ${what} failed: ${message}`, {
+    cause: error,
+    ...(details ? { details } : {}),
+  });
+}
