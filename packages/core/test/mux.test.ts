@@ -140,17 +140,32 @@ describe('MuxEndpoint', () => {
     const endpoint = new MuxEndpoint({ send: async () => {}, onNoise: (line) => noise.push(line) });
     const stream = endpoint.open();
     const reading = readAll(stream);
-    endpoint.receive('npm warn something\nd 1 aGk=\n');
-    endpoint.receive('e 1\n');
+    endpoint.receive('npm warn something\n1 d 1 aGk=\n');
+    endpoint.receive('2 e 1\n');
     expect((await reading).toString()).toBe('hi');
     expect(noise).toEqual(['npm warn something']);
+  });
+
+  it('drops lines delivered twice and fails the channel when lines are missing', async () => {
+    const endpoint = new MuxEndpoint({ send: async () => {} });
+    const stream = endpoint.open();
+    const reading = readAll(stream);
+    // A reconnected stream overlapping the one it replaces delivers lines 1 and 2 again.
+    endpoint.receive('1 d 1 aGk=\n2 d 1 IQ==\n');
+    endpoint.receive('1 d 1 aGk=\n2 d 1 IQ==\n3 e 1\n');
+    expect((await reading).toString()).toBe('hi!');
+    const gapped = endpoint.open();
+    const failure = new Promise<unknown>((resolve) => gapped.once('error', resolve));
+    endpoint.receive('5 d 2 aGk=\n');
+    expect(String(await failure)).toContain('lost lines 4 to 4');
+    expect(endpoint.closed).toBe(true);
   });
 
   it('refuses a line too long to be a frame, failing the channel instead of buffering it', async () => {
     const endpoint = new MuxEndpoint({ send: async () => {} });
     const stream = endpoint.open();
     const failure = new Promise<unknown>((resolve) => stream.once('error', resolve));
-    endpoint.receive('d 1 '.padEnd(9 * 1024 * 1024, 'A'));
+    endpoint.receive('1 d 1 '.padEnd(9 * 1024 * 1024, 'A'));
     expect(await failure).toBeInstanceOf(GatewayConnectionError);
     expect(endpoint.closed).toBe(true);
   });

@@ -14,6 +14,11 @@ import { GatewayConnectionError } from './client.js';
  * - `a <id> <n>`: the receiver's consumer has taken `n` more bytes of `id`;
  * - `p`: a keep-alive ping, which says the other side is still there.
  *
+ * Each line is numbered (`<n> <frame>`, from 1 on each side), so that a transport that may deliver
+ * a stretch of lines twice (a reconnected output stream overlapping the one it replaces) does no
+ * harm: a line numbered at or below the last one taken is dropped, and a line that skips a number
+ * fails the channel (lines were lost).
+ *
  * Flow control: each side sends at most `window` bytes of a stream that the other side has not
  * acknowledged, and acknowledges only what its consumer has read, so a slow reader holds its sender
  * back and memory stays bounded by `window` per stream, whatever the producer does.
@@ -40,6 +45,7 @@ const BATCH_CHARS = 1024 * 1024;
 // A line longer than this cannot be a frame: the channel is broken.
 const MAX_LINE_CHARS = 8 * 1024 * 1024;
 const FRAME = /^([odexa]) (\d{1,15})(?: ([A-Za-z0-9+/=]+))?$/;
+const NUMBERED = /^(\d{1,15}) (.*)$/;
 
 interface StreamState {
   readonly id: number;
@@ -76,6 +82,9 @@ export class MuxEndpoint {
   private queue: Pending[] = [];
   private sending = false;
   private failure: Error | undefined;
+  /** The number of the last line sent, and of the last line taken. */
+  private sentLines = 0;
+  private receivedLines = 0;
   private readonly pinger: NodeJS.Timeout | undefined;
   /** When the last line arrived from the other side (`Date.now()`). */
   lastReceived = Date.now();
@@ -154,7 +163,19 @@ export class MuxEndpoint {
   }
 
   private frame(line: string): void {
-    const trimmed = line.endsWith('\r') ? line.slice(0, -1) : line;
+    const numbered = NUMBERED.exec(line.endsWith('\r') ? line.slice(0, -1) : line);
+    if (!numbered) {
+      if (line !== '') this.options.onNoise?.(line);
+      return;
+    }
+    const number = Number(numbered[1]);
+    if (number <= this.receivedLines) return; // delivered twice
+    if (number !== this.receivedLines + 1) {
+      this.close(new Error(`the multiplexed channel lost lines ${this.receivedLines + 1} to ${number - 1}`));
+      return;
+    }
+    this.receivedLines = number;
+    const trimmed = numbered[2] ?? '';
     if (trimmed === 'p' || trimmed === '') return;
     const match = FRAME.exec(trimmed);
     if (!match) {
@@ -281,7 +302,8 @@ export class MuxEndpoint {
   private enqueue(line: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ text: `${line}\n`, resolve, reject });
+      this.sentLines += 1;
+      this.queue.push({ text: `${this.sentLines} ${line}\n`, resolve, reject });
       if (!this.sending) void this.flush();
     });
   }
