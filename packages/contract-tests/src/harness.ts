@@ -13,11 +13,9 @@ export function conformanceCase(
   body: (test: CaseControls) => Promise<void>,
   timeoutMs?: number,
 ): void {
-  context.caseIds.add(id);
-  const limit = context.target.vendorLimits?.[id];
   it(
     `[${id}] ${title}`,
-    (test) => (limit ? test.skip(`vendor limit: ${limit}`) : body({ skip: (reason) => test.skip(reason) })),
+    (test) => body({ skip: (reason) => test.skip(reason) }),
     timeoutMs ?? context.caseTimeoutMs,
   );
 }

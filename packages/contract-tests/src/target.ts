@@ -58,11 +58,6 @@ export interface ConformanceTarget {
   readonly largeFileBytes?: number;
   /** How long the long MCP tool call runs (it must succeed when its own timeout allows it). Default 45 000 ms. */
   readonly longMcpCallMs?: number;
-  /**
-   * Cases a vendor's own service or SDK makes impossible to pass, by case id, each with the reason
-   * (printed as the skip reason). An id that names no case fails the registration.
-   */
-  readonly vendorLimits?: Readonly<Record<string, string>>;
 }
 
 /** The resolved settings one area works with. */
@@ -76,6 +71,4 @@ export interface AreaContext {
   readonly largeOutputBytes: number;
   readonly largeFileBytes: number;
   readonly longMcpCallMs: number;
-  /** The ids of the cases registered so far. */
-  readonly caseIds: Set<string>;
 }
