@@ -206,7 +206,7 @@ export class E2BProvider implements Provider {
     const bundle = await installGateway(complete, GATEWAY_HOME, await this.bundle(), options);
     const link = new GatewayLink(
       sandboxGatewayLauncher({
-        start: (argv) => direct.spawn(argv, { cwd: '/' }),
+        start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
         node: node.path,
         bundle,
         workdir: E2B_WORKDIR,

@@ -34,6 +34,8 @@ import { translateE2BError } from './errors.js';
 const NO_CWD = 86;
 const CWD_NOT_DIR = 87;
 const CWD_MARK = 'ws-e2b: bad working directory';
+/** Output characters after which the gateway's output stream is taken over by a new subscription. */
+export const ROTATE_AFTER_CHARS = 16 * 1024 * 1024;
 
 // Resolves the target's links, refuses a folder, makes the parents and a fresh temporary file beside
 // the target, and prints both paths (NUL-terminated). $1 target.
@@ -261,21 +263,32 @@ export class E2BSandbox implements WsSandbox {
       stdout.end();
       stderr.end();
     });
+    return this.processOf(handle.pid, stdout, stderr, exited, options.signal);
+  }
+
+  /** The {@link SandboxProcess} of a command started in the background with stdin. */
+  private processOf(
+    pid: number,
+    stdout: ChunkQueue,
+    stderr: ChunkQueue,
+    exited: Promise<ProcessExit>,
+    signal: AbortSignal | undefined,
+  ): SandboxProcess {
     const kill = async () => {
-      await this.sandbox.commands.kill(handle.pid).catch(() => false);
+      await this.sandbox.commands.kill(pid).catch(() => false);
     };
     const onAbort = () => void kill();
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-    void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    void exited.then(() => signal?.removeEventListener('abort', onAbort));
     // Writes go one at a time, so they arrive in order.
     let writing: Promise<void> = Promise.resolve();
     return {
-      pid: handle.pid,
+      pid,
       stdout: stdout.iterate(),
       stderr: stderr.iterate(),
       write: (chunk) => {
         const bytes = typeof chunk === 'string' ? encodeUtf8(chunk) : chunk;
-        const next = writing.then(() => this.sandbox.commands.sendStdin(handle.pid, bytes));
+        const next = writing.then(() => this.sandbox.commands.sendStdin(pid, bytes));
         writing = next.catch(() => {});
         return next.catch((error: unknown) => {
           throw new WsError('CONFLICT', 'The process no longer accepts input', { cause: error });
@@ -283,7 +296,7 @@ export class E2BSandbox implements WsSandbox {
       },
       closeStdin: async () => {
         await writing;
-        await this.sandbox.commands.closeStdin(handle.pid).catch(() => {});
+        await this.sandbox.commands.closeStdin(pid).catch(() => {});
       },
       kill: async () => kill(),
       exited,
@@ -292,6 +305,150 @@ export class E2BSandbox implements WsSandbox {
         await exited;
       },
     };
+  }
+
+  /**
+   * Starts the gateway (`--stdio`): a process whose stdout is numbered lines (`<n> <frame>`), taken
+   * whole. The SDK holds every byte of a command's output stream in memory while the stream is open
+   * (undici 7's fetch with an abort signal), so after {@link ROTATE_AFTER_CHARS} of output this
+   * subscribes to the process again and drops the old subscription once the new one has caught up:
+   * the overlap delivers some lines twice, which the gateway channel's numbering drops, and nothing
+   * is lost (a subscription that starts mid-line skips to the next line).
+   */
+  async spawnGateway(argv: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    throwIfAborted(options.signal);
+    const stdout = new ChunkQueue(Number.POSITIVE_INFINITY);
+    const stderr = new ChunkQueue(Number.POSITIVE_INFINITY);
+    let resolveExit: (exit: ProcessExit) => void = () => {};
+    const exited = new Promise<ProcessExit>((resolve) => {
+      resolveExit = resolve;
+    });
+    let over = false;
+    let pid = -1;
+    const finish = (exit: ProcessExit) => {
+      if (over) return;
+      over = true;
+      this.spawned.delete(pid);
+      stdout.end();
+      stderr.end();
+      resolveExit(exit);
+    };
+    interface Subscription {
+      handle?: CommandHandle;
+      chars: number;
+      first: number | undefined;
+      last: number;
+      dropped: boolean;
+      /** Whole lines held back while an older subscription has not caught up with this one. */
+      held: string[];
+      readonly onStdout: (text: string) => void;
+      readonly onStderr: (text: string) => void;
+    }
+    const subscriptions: Subscription[] = [];
+    let rotating = false;
+    const subscription = (midLine: boolean): Subscription => {
+      let partial = '';
+      let skipping = midLine;
+      const sub: Subscription = {
+        chars: 0,
+        first: undefined,
+        last: 0,
+        dropped: false,
+        held: [],
+        onStdout: (text) => {
+          forgetOutput(sub.handle);
+          if (sub.dropped) return;
+          sub.chars += text.length;
+          let data = partial + text;
+          if (skipping) {
+            const newline = data.indexOf('\n');
+            if (newline === -1) {
+              partial = '';
+              return;
+            }
+            data = data.slice(newline + 1);
+            skipping = false;
+          }
+          const end = data.lastIndexOf('\n');
+          partial = end === -1 ? data : data.slice(end + 1);
+          if (end === -1) return;
+          const lines = data.slice(0, end + 1);
+          const numbers = lines.match(/^\d+/gm);
+          if (numbers) {
+            sub.first ??= Number(numbers[0]);
+            sub.last = Number(numbers[numbers.length - 1]);
+          }
+          // Lines of a newer subscription wait until the older ones have delivered up to them.
+          if (sub === subscriptions[0]) void stdout.push(encodeUtf8(lines));
+          else sub.held.push(lines);
+          settle();
+        },
+        onStderr: (text) => {
+          forgetOutput(sub.handle);
+          if (!sub.dropped) void stderr.push(encodeUtf8(text));
+        },
+      };
+      return sub;
+    };
+    // Drops the older subscriptions once the newest has taken over from where they are.
+    const settle = () => {
+      const newest = subscriptions.at(-1);
+      if (!newest) return;
+      for (const old of subscriptions.slice(0, -1)) {
+        if (old.dropped || newest.first === undefined || old.last < newest.first - 1) continue;
+        old.dropped = true;
+        void old.handle?.disconnect().catch(() => {});
+      }
+      for (let index = subscriptions.length - 2; index >= 0; index--)
+        if (subscriptions[index]?.dropped) subscriptions.splice(index, 1);
+      if (subscriptions.length === 1 && newest.held.length > 0) {
+        for (const lines of newest.held.splice(0)) void stdout.push(encodeUtf8(lines));
+      }
+      if (!rotating && !over && newest.chars > ROTATE_AFTER_CHARS && subscriptions.length === 1) {
+        rotating = true;
+        void rotate().finally(() => {
+          rotating = false;
+        });
+      }
+    };
+    const follow = (sub: Subscription) => {
+      sub.handle?.wait().then(
+        (result) => {
+          if (!sub.dropped) finish({ exitCode: result.exitCode });
+        },
+        (error: unknown) => {
+          if (sub.dropped) return;
+          finish({ exitCode: error instanceof CommandExitError ? error.exitCode : -1 });
+        },
+      );
+    };
+    const rotate = async () => {
+      const next = subscription(true);
+      try {
+        next.handle = await this.sandbox.commands.connect(pid, {
+          timeoutMs: 0,
+          onStdout: next.onStdout,
+          onStderr: next.onStderr,
+        });
+      } catch {
+        return; // the process ended, or the service is away: the current subscription goes on
+      }
+      subscriptions.push(next);
+      follow(next);
+    };
+    const first = subscription(false);
+    subscriptions.push(first);
+    const started = await this.start(
+      argv,
+      options,
+      { stdin: true, onStdout: first.onStdout, onStderr: first.onStderr },
+      'spawn',
+    );
+    first.handle = started.handle;
+    pid = started.handle.pid;
+    this.spawned.add(pid);
+    follow(first);
+    return this.processOf(pid, stdout, stderr, exited, options.signal);
   }
 
   async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {

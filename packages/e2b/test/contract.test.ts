@@ -41,10 +41,4 @@ await registerConformanceSuite({
     options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
   },
   create: (options) => new E2BWorkspace({ ...options, ...emulated, owner }),
-  vendorLimits: {
-    // Measured with the SDK alone (no workspace): 170 MB streamed by a running command, 170 MB of
-    // ArrayBuffers still held after garbage collection, released only when the command ends.
-    'exec.output-cap':
-      "the e2b SDK 2.51 keeps the bytes of a running command's output stream in memory until the command ends, so host memory grows with the output (1 GiB printed: +2.3 GB); a way around it is open work of the E2B backend",
-  },
 });

@@ -1,0 +1,163 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generateId, isWsError } from '@ws/core';
+import { Sandbox } from 'e2b';
+import { afterAll, describe, expect, it } from 'vitest';
+import { E2BWorkspace, killOwnedSandboxes, METADATA } from '../src/index.js';
+import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+
+// What the E2B backend promises beyond the conformance suite, through the unmodified SDK against
+// the emulator.
+const problem = await emulatorProblem();
+if (problem) console.warn(`[e2b lifecycle] skipped: ${problem}`);
+const owner = `ws-e2b-test-${generateId().slice(0, 8)}`;
+const emulated = problem ? undefined : await connection();
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+afterAll(async () => {
+  if (emulated) await killOwnedSandboxes(owner, emulated).catch(() => []);
+  await stopEmulator();
+}, 120_000);
+
+const open = (workspaceId: string, options: Record<string, unknown> = {}) =>
+  new E2BWorkspace({ ...emulated, owner, workspaceId, ...options });
+
+async function sandboxesOf(workspaceId: string) {
+  return Sandbox.list({ ...emulated, query: { metadata: { [METADATA.id]: workspaceId } } }).nextItems();
+}
+
+describe.skipIf(problem !== undefined)('E2BWorkspace on the emulator', () => {
+  it('pauses on close and resumes the same sandbox with its files for a new object on the id', async () => {
+    const workspaceId = generateId();
+    const bytes = randomBytes(1024 * 1024);
+    const first = open(workspaceId);
+    await first.initialize();
+    await first.getSandbox().writeFile('kept.bin', bytes);
+    const sandboxId = first.sandboxId;
+    await first.close();
+    expect((await sandboxesOf(workspaceId)).map((info) => [info.sandboxId, info.state])).toEqual([
+      [sandboxId, 'paused'],
+    ]);
+    const second = open(workspaceId);
+    await second.initialize();
+    expect(second.sandboxId).toBe(sandboxId);
+    expect(Buffer.from(await second.getSandbox().readFile('kept.bin')).equals(bytes)).toBe(true);
+    await second.destroy();
+    expect(await sandboxesOf(workspaceId)).toEqual([]);
+  });
+
+  it('re-attaches to the sandbox of a host killed without close(), leaving one sandbox', async () => {
+    const workspaceId = generateId();
+    const script = `const { E2BWorkspace } = await import(${JSON.stringify(built)});
+const workspace = new E2BWorkspace(${JSON.stringify({ ...emulated, owner, workspaceId })});
+await workspace.initialize();
+await workspace.getSandbox().writeFile('from-killed.txt', 'still here');
+console.log('open');
+setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk;
+    });
+    const opened = await new Promise<boolean>((resolve) => {
+      child.stdout.on('data', (chunk) => {
+        if (String(chunk).includes('open')) resolve(true);
+      });
+      child.once('exit', () => resolve(false));
+    });
+    expect(opened, stderr).toBe(true);
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+    const next = open(workspaceId);
+    await next.initialize();
+    const text = new TextDecoder().decode(await next.getSandbox().readFile('from-killed.txt'));
+    expect(text).toBe('still here');
+    await next.close();
+    const left = await sandboxesOf(workspaceId);
+    expect(left.map((info) => info.state)).toEqual(['paused']);
+    await open(workspaceId).destroy();
+  }, 90_000);
+
+  it('takes the newest of several sandboxes carrying the id, and says so', async () => {
+    const workspaceId = generateId();
+    const metadata = { [METADATA.id]: workspaceId, [METADATA.owner]: owner };
+    const older = await Sandbox.create('base', { ...emulated, metadata });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const newer = await Sandbox.create('base', { ...emulated, metadata });
+    const workspace = open(workspaceId);
+    await workspace.initialize();
+    expect(workspace.sandboxId).toBe(newer.sandboxId);
+    expect(workspace.warnings.join('\n')).toContain(older.sandboxId);
+    await workspace.destroy();
+    expect(await sandboxesOf(workspaceId)).toEqual([]);
+  }, 90_000);
+
+  it('never touches a sandbox that does not carry its id', async () => {
+    const workspaceId = generateId();
+    const foreign = await Sandbox.create('base', { ...emulated, metadata: { [METADATA.owner]: owner } });
+    const other = await Sandbox.create('base', {
+      ...emulated,
+      metadata: { [METADATA.id]: `${workspaceId}-other`, [METADATA.owner]: owner },
+    });
+    const workspace = open(workspaceId);
+    await workspace.initialize();
+    expect([foreign.sandboxId, other.sandboxId]).not.toContain(workspace.sandboxId);
+    await workspace.destroy();
+    const states = await Promise.all(
+      [foreign, other].map((sandbox) =>
+        Sandbox.getInfo(sandbox.sandboxId, emulated).then((info) => info.state),
+      ),
+    );
+    expect(states).toEqual(['running', 'running']);
+  }, 90_000);
+
+  it('keeps a second object working when the first closes, and pauses with the last', async () => {
+    const workspaceId = generateId();
+    const first = open(workspaceId);
+    const second = open(workspaceId);
+    await first.initialize();
+    await second.initialize();
+    expect(second.sandboxId).toBe(first.sandboxId);
+    await first.close();
+    expect((await second.getSandbox().exec(['echo', 'still'])).stdoutText).toBe('still\n');
+    await second.close();
+    expect((await sandboxesOf(workspaceId)).map((info) => info.state)).toEqual(['paused']);
+    await open(workspaceId).destroy();
+  }, 90_000);
+
+  it('runs without the gateway through envd alone: streams apart, stdin, exit codes, bytes in files', async () => {
+    const workspace = open(generateId(), { gateway: false });
+    await workspace.initialize();
+    const sandbox = workspace.getSandbox();
+    const result = await sandbox.exec(['sh', '-c', 'cat; echo err >&2; exit 3'], { stdin: 'piped' });
+    expect([result.exitCode, result.stdoutText, result.stderrText]).toEqual([3, 'piped', 'err\n']);
+    const missing = await sandbox.exec(['true'], { cwd: 'no/such/dir' }).catch((error: unknown) => error);
+    expect(isWsError(missing, 'NOT_FOUND')).toBe(true);
+    const all = new Uint8Array(256).map((_, index) => index);
+    await sandbox.writeFile('all.bin', all);
+    expect(Buffer.from(await sandbox.readFile('all.bin')).equals(Buffer.from(all))).toBe(true);
+    const timed = await sandbox.exec(['sleep', '30'], { timeoutMs: 300 });
+    expect([timed.timedOut, timed.exitCode]).toEqual([true, -1]);
+    await workspace.destroy();
+  }, 90_000);
+
+  it('refuses bad options and a refused key with typed errors', async () => {
+    expect(() => new E2BWorkspace({ template: 'base', nope: 1 } as never)).toThrow(/nope/);
+    expect(() => new E2BWorkspace({ metadata: { 'ws.workspace.id': 'x' } })).toThrow(/ws\./);
+    expect(() => new E2BWorkspace({ timeoutMs: 5 })).toThrow(/timeoutMs/);
+    const refused = new E2BWorkspace({ ...emulated, apiKey: '', owner, workspaceId: generateId() });
+    // The emulator takes any non-empty key: an empty one is what a missing E2B_API_KEY looks like.
+    const saved = process.env.E2B_API_KEY;
+    delete process.env.E2B_API_KEY;
+    try {
+      const error = await refused.initialize().catch((failure: unknown) => failure);
+      expect(isWsError(error, 'PERMISSION_DENIED'), String(error)).toBe(true);
+    } finally {
+      if (saved !== undefined) process.env.E2B_API_KEY = saved;
+    }
+  });
+});
