@@ -5,7 +5,16 @@ import { writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { printMetrics, printTable } from './harness.mjs';
 
-const SCENARIOS = ['cold-start', 'local-exec', 'tools-io', 'bwrap', 'docker', 'search-tree', 'install-size'];
+const SCENARIOS = [
+  'cold-start',
+  'local-exec',
+  'tools-io',
+  'bwrap',
+  'docker',
+  'e2b',
+  'search-tree',
+  'install-size',
+];
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,

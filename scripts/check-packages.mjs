@@ -62,6 +62,20 @@ const SCENARIOS = [
     brings: ['dockerode'],
     forbids: VENDOR_SDKS.filter((name) => name !== 'dockerode'),
   },
+  {
+    name: 'e2b',
+    packages: ['@ws/core', '@ws/e2b'],
+    brings: ['e2b'],
+    forbids: VENDOR_SDKS.filter((name) => name !== 'e2b'),
+  },
+  {
+    // What a user trying E2B without an account installs: the backend and the emulator (which runs
+    // sandboxes on Docker). The examples that need the emulator run here.
+    name: 'e2b-emulated',
+    packages: ['@ws/core', '@ws/e2b', '@ws/emulators'],
+    brings: ['e2b', 'dockerode'],
+    forbids: VENDOR_SDKS.filter((name) => name !== 'e2b' && name !== 'dockerode'),
+  },
   { name: 'cli', packages: ['@ws/core', '@ws/local', '@ws/cli'], brings: [], forbids: VENDOR_SDKS },
 ];
 
@@ -219,9 +233,15 @@ async function runExamples(scenario, dir) {
         )
       : scenario === 'local'
         ? examples.filter((example) => example.needs.length === 0)
-        : [];
+        : scenario === 'e2b-emulated'
+          ? examples.filter(
+              (example) =>
+                example.needs.includes('emulators') &&
+                example.needs.every((need) => need === 'docker' || need === 'emulators'),
+            )
+          : [];
   if (wanted.length === 0) return;
-  const missing = scenario === 'docker' ? await dockerImage() : undefined;
+  const missing = scenario === 'docker' || scenario === 'e2b-emulated' ? await dockerImage() : undefined;
   for (const example of wanted) {
     if (missing) {
       console.log(`  example ${example.id}: skipped (${missing})`);
