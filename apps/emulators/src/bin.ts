@@ -4,11 +4,12 @@
 import { parseArgs } from 'node:util';
 import { DEFAULT_E2B_TEMPLATES, startE2BEmulator } from './e2b/e2b-emulator.js';
 
-const USAGE = `Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]... [--api-key KEY]... [--quiet]
+const USAGE = `Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]... [--api-key KEY]... [--instance NAME] [--quiet]
        ws-emulator --help
 
 Runs an emulator of E2B's API (control plane and envd) on 127.0.0.1, backed by Docker containers
-(labelled ws.emulator=e2b; sandboxes left by an earlier run are taken over), until SIGINT or SIGTERM.
+(labelled ws.emulator=e2b and its instance; sandboxes left by an earlier run of the same instance are
+taken over), until SIGINT or SIGTERM.
 The unmodified e2b SDK uses it with the environment it prints:
 
   export E2B_API_URL=http://127.0.0.1:PORT
@@ -21,6 +22,8 @@ The unmodified e2b SDK uses it with the environment it prints:
                           .map(([id, image]) => `${id}=${image}`)
                           .join(', ')}); an image the engine has also works as a template ID
   --api-key KEY         accept only this X-API-KEY (repeatable; default: any non-empty key)
+  --instance NAME       whose sandboxes these are (default: default); emulators of other instances on
+                        the same engine leave them alone
   --quiet               no request log on stderr
   -h, --help            show this help
 
@@ -46,7 +49,14 @@ function fail(reason: string, code: number): number {
 
 async function main(args: string[]): Promise<number> {
   let parsed: {
-    values: { port?: string; template?: string[]; 'api-key'?: string[]; quiet?: boolean; help?: boolean };
+    values: {
+      port?: string;
+      template?: string[];
+      'api-key'?: string[];
+      instance?: string;
+      quiet?: boolean;
+      help?: boolean;
+    };
     positionals: string[];
   };
   try {
@@ -56,6 +66,7 @@ async function main(args: string[]): Promise<number> {
         port: { type: 'string' },
         template: { type: 'string', multiple: true },
         'api-key': { type: 'string', multiple: true },
+        instance: { type: 'string' },
         quiet: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -96,6 +107,7 @@ async function main(args: string[]): Promise<number> {
       port,
       templates,
       ...(apiKeys ? { apiKeys } : {}),
+      ...(values.instance !== undefined ? { instance: values.instance } : {}),
       onLog: values.quiet
         ? (line) => {
             if (line.startsWith('e2b:')) process.stderr.write(`${line}\n`);

@@ -35,15 +35,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 beforeAll(async () => {
   if (problem) return;
-  emulator = await startE2BEmulator({ keepaliveMs: 200 });
+  emulator = await startE2BEmulator({ keepaliveMs: 200, instance: suite });
 });
 
 afterAll(async () => {
   await emulator?.close();
-  // Only this file's sandboxes: other suites drive emulators at the same time.
+  // Only this file's sandboxes (its own instance): other suites drive emulators at the same time.
   if (!problem) {
-    await removeEmulatorSandboxes(docker, { metadata: { suite } });
-    await removeEmulatorSandboxes(docker, { metadata: { suite: `${suite}-short` } });
+    await removeEmulatorSandboxes(docker, { instance: suite });
   }
 });
 
@@ -399,7 +398,7 @@ describe.skipIf(problem !== undefined)('E2B emulator driven by the e2b SDK', () 
     expect(template).toBeInstanceOf(SandboxError);
     expect(String(template)).toMatch(/400.*no-such-template/);
 
-    const guarded = await startE2BEmulator({ apiKeys: ['right-key'] });
+    const guarded = await startE2BEmulator({ apiKeys: ['right-key'], instance: suite });
     try {
       const as = (apiKey: string) => ({ apiKey, apiUrl: guarded.apiUrl, sandboxUrl: guarded.sandboxUrl });
       expect(await rejection(() => Sandbox.list(as('wrong-key')).nextItems())).toBeInstanceOf(
@@ -421,7 +420,7 @@ describe.skipIf(problem !== undefined)('E2B emulator driven by the e2b SDK', () 
     const before = await sandbox.getInfo();
     await emulator!.close();
     await emulator!.close();
-    emulator = await startE2BEmulator({ keepaliveMs: 200 });
+    emulator = await startE2BEmulator({ keepaliveMs: 200, instance: suite });
     const paused = await Sandbox.list({
       ...connection(),
       query: { metadata: { suite }, state: ['paused'] },

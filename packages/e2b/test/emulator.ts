@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -35,9 +36,11 @@ let started: Promise<EmulatorConnection> | undefined;
 /** The connection options of one emulator per test file, started on first use (`ws-emulator e2b`). */
 export function connection(): Promise<EmulatorConnection> {
   started ??= new Promise<EmulatorConnection>((resolve, reject) => {
+    // Its own instance: emulators of other suites on the engine leave these sandboxes alone.
+    const instance = `ws-e2b-${randomBytes(4).toString('hex')}`;
     const process_ = spawn(
       process.execPath,
-      [emulatorBin, 'e2b', '--port', '0', '--quiet', '--template', `base=${image}`],
+      [emulatorBin, 'e2b', '--port', '0', '--quiet', '--instance', instance, '--template', `base=${image}`],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },

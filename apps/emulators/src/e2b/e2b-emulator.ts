@@ -9,7 +9,7 @@ import { SANDBOX_ID_HEADER } from './envd-access.js';
 import { loadEnvdDescriptors } from './envd-descriptors.js';
 import { handleEnvdHttp } from './envd-http.js';
 import { registerEnvdServices } from './envd-rpc.js';
-import { E2B_CONTAINER_FILTER, E2B_LABELS } from './sandbox-labels.js';
+import { E2B_CONTAINER_FILTER, E2B_LABELS, instanceFilter } from './sandbox-labels.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 
 /** Templates of a default emulator: E2B's `base` is the workspace image of @ws/docker. */
@@ -37,6 +37,12 @@ export interface E2BEmulatorOptions {
   keepaliveMs?: number;
   /** Receives one line per lifecycle event and per request. */
   onLog?: (line: string) => void;
+  /**
+   * The name of this emulator's sandboxes (`[A-Za-z0-9_.-]`, up to 64): an emulator creates, takes
+   * over and expires only the containers of its instance, so emulators on one engine (parallel test
+   * suites) leave each other's sandboxes alone, and a restarted one finds its own. Default `default`.
+   */
+  instance?: string;
 }
 
 /** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */
@@ -69,8 +75,8 @@ function dockerClient(docker: E2BEmulatorOptions['docker']): Docker {
 /**
  * Starts an E2B emulator on 127.0.0.1: the control plane (`/v2/sandboxes`, `/sandboxes/{id}/…`) and
  * envd (Connect RPC `process.Process` / `filesystem.Filesystem`, `/files`, `/health`; chosen by the
- * `E2b-Sandbox-Id` header) on one port. Sandboxes are Docker containers labelled `ws.emulator=e2b`; the
- * sandboxes of an earlier emulator are taken over. Rejects when the engine does not answer or the
+ * `E2b-Sandbox-Id` header) on one port. Sandboxes are Docker containers labelled `ws.emulator=e2b` and
+ * with the emulator's instance; the sandboxes of an earlier emulator of the same instance are taken over. Rejects when the engine does not answer or the
  * installed `e2b` bundle has no envd descriptors.
  */
 export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promise<E2BEmulator> {
@@ -84,7 +90,12 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
       cause: error,
     });
   }
-  const registry = new SandboxRegistry(docker, log);
+  const instance = options.instance ?? 'default';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(instance))
+    throw new Error(
+      `The emulator instance must be 1 to 64 of A-Z a-z 0-9 _ . -, not ${JSON.stringify(instance)}`,
+    );
+  const registry = new SandboxRegistry(docker, log, instance);
   await registry.restore();
   const context: ControlPlaneContext = {
     registry,
@@ -166,16 +177,17 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
 
 /**
  * Removes the containers of emulated E2B sandboxes (label `ws.emulator=e2b`), of any emulator, running
- * or not: all of them, or with `metadata` only those whose metadata holds every given pair. Resolves
+ * or not: all of them, or only those of `instance`, and with `metadata` only those whose metadata holds
+ * every given pair. Resolves
  * with the sandbox IDs removed.
  */
 export async function removeEmulatorSandboxes(
   docker?: Docker | Docker.DockerOptions,
-  options: { metadata?: Readonly<Record<string, string>> } = {},
+  options: { metadata?: Readonly<Record<string, string>>; instance?: string } = {},
 ): Promise<string[]> {
   const client = dockerClient(docker);
   const label = [
-    ...E2B_CONTAINER_FILTER.label,
+    ...(options.instance !== undefined ? instanceFilter(options.instance) : E2B_CONTAINER_FILTER).label,
     ...Object.entries(options.metadata ?? {}).map(
       ([key, value]) => `${E2B_LABELS.metadataPrefix}${key}=${value}`,
     ),

@@ -15,6 +15,8 @@ export const E2B_LABELS = {
   autoResume: 'ws.e2b.auto-resume',
   allowInternetAccess: 'ws.e2b.allow-internet-access',
   metadataPrefix: 'ws.e2b.metadata.',
+  /** Which emulator instance manages the sandbox (see `E2BEmulatorOptions.instance`). */
+  instance: 'ws.e2b.instance',
 } as const;
 
 /** The value of the `ws.emulator` label on E2B sandbox containers. */
@@ -22,6 +24,11 @@ export const E2B_EMULATOR_LABEL_VALUE = 'e2b';
 
 /** The label filter that finds every emulated E2B sandbox's container. */
 export const E2B_CONTAINER_FILTER = { label: [`${E2B_LABELS.emulator}=${E2B_EMULATOR_LABEL_VALUE}`] };
+
+/** The label filter that finds the containers of one emulator instance. */
+export function instanceFilter(instance: string): { label: string[] } {
+  return { label: [...E2B_CONTAINER_FILTER.label, `${E2B_LABELS.instance}=${instance}`] };
+}
 
 /** What E2B reports about a sandbox that is not in its container itself. */
 export interface SandboxDescription {
@@ -37,9 +44,10 @@ export interface SandboxDescription {
   allowInternetAccess: boolean | null;
 }
 
-export function labelsOf(description: SandboxDescription): Record<string, string> {
+export function labelsOf(description: SandboxDescription, instance: string): Record<string, string> {
   const labels: Record<string, string> = {
     [E2B_LABELS.emulator]: E2B_EMULATOR_LABEL_VALUE,
+    [E2B_LABELS.instance]: instance,
     [E2B_LABELS.sandboxId]: description.sandboxId,
     [E2B_LABELS.template]: description.templateId,
     [E2B_LABELS.alias]: description.alias ?? '',

@@ -6,7 +6,7 @@ import { AccountResolver } from './accounts.js';
 import { ProcessTable } from './process-table.js';
 import {
   describedBy,
-  E2B_CONTAINER_FILTER,
+  instanceFilter,
   labelsOf,
   readEndAt,
   type SandboxDescription,
@@ -68,6 +68,8 @@ export class SandboxRegistry {
   constructor(
     private readonly docker: Docker,
     private readonly log: (line: string) => void,
+    /** The instance whose containers this registry creates and takes over. */
+    private readonly instance: string,
   ) {}
 
   get(sandboxId: string): SandboxRecord | undefined {
@@ -78,9 +80,12 @@ export class SandboxRegistry {
     return [...this.entries.values()].map((entry) => entry.record);
   }
 
-  /** Finds the containers of earlier emulators (label `ws.emulator=e2b`) and takes them over. */
+  /** Finds the containers of earlier emulators of this instance and takes them over. */
   async restore(): Promise<void> {
-    const containers = await this.docker.listContainers({ all: true, filters: E2B_CONTAINER_FILTER });
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: instanceFilter(this.instance),
+    });
     for (const summary of containers) {
       const description = describedBy(summary);
       if (!description || this.entries.has(description.sandboxId)) continue;
@@ -147,7 +152,7 @@ export class SandboxRegistry {
       // The sandbox idles until envd calls exec into it; an init reaps what killed commands leave behind.
       Entrypoint: ['sleep'],
       Cmd: ['infinity'],
-      Labels: labelsOf(description),
+      Labels: labelsOf(description, this.instance),
       Env: Object.entries(input.envVars).map(([name, value]) => `${name}=${value}`),
       Tty: false,
       HostConfig: {
