@@ -183,6 +183,40 @@ describe.skipIf(problem !== undefined)('E2B emulator driven by the e2b SDK', () 
     expect(result.stdout.endsWith('4\n5\n')).toBe(true);
   });
 
+  it('lets a command run on when a subscriber that stopped reading goes away', async () => {
+    // 40 MB of output: far more than a subscriber may hold before the command is paused for it.
+    const size = 40_000_000;
+    let received = 0;
+    const handle = await sandbox.commands.run(`read go; head -c ${size} /dev/zero | tr '\\0' x`, {
+      background: true,
+      stdin: true,
+      onStdout: (text) => {
+        received += text.length;
+      },
+    });
+    // A second subscriber that reads nothing, so the server's writes to it back up.
+    const token = await accessToken(sandbox.sandboxId);
+    const stalled = new AbortController();
+    const response = await fetch(`${emulator!.sandboxUrl}/process.Process/Connect`, {
+      method: 'POST',
+      headers: {
+        'e2b-sandbox-id': sandbox.sandboxId,
+        'x-access-token': token,
+        'content-type': 'application/connect+json',
+      },
+      body: envelope({ process: { pid: handle.pid } }),
+      signal: stalled.signal,
+    });
+    expect(response.status).toBe(200);
+    await handle.sendStdin('go\n');
+    // The command is held while that subscriber is behind; once it goes, the output flows to the end.
+    await sleep(1500);
+    expect(received).toBeLessThan(size);
+    stalled.abort();
+    await handle.wait();
+    expect(received).toBe(size);
+  }, 60_000);
+
   it('speaks envd on the wire: keepalives, Connect-Timeout-Ms kills the command, access token, health', async () => {
     const token = await accessToken(sandbox.sandboxId);
     const headers = { 'e2b-sandbox-id': sandbox.sandboxId, 'x-access-token': token };

@@ -69,6 +69,29 @@ function requestedTimeoutMs(context: HandlerContext): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
+/**
+ * A subscriber's stream: the start event, then the process's events. The subscription ends as soon as
+ * the client goes away, not when the stream's generator next runs: a response whose client has
+ * disconnected can leave the generator suspended for good (the server waits for a `drain` that a
+ * destroyed socket never emits), and a subscriber nobody drains would hold the process paused.
+ */
+async function* follow(
+  process: ManagedProcess,
+  queue: EventQueue<ProcessEventValue>,
+  context: HandlerContext,
+  keepaliveMs: number,
+): AsyncGenerator<Message> {
+  const leave = () => process.unsubscribe(queue);
+  context.signal.addEventListener('abort', leave, { once: true });
+  try {
+    yield { event: { event: { case: 'start', value: { pid: process.pid } } } };
+    yield* relay(queue, context, keepaliveMs);
+  } finally {
+    context.signal.removeEventListener('abort', leave);
+    leave();
+  }
+}
+
 /** The events of a process stream, with keepalives while it is quiet, until its end event. */
 async function* relay(
   queue: EventQueue<ProcessEventValue>,
@@ -116,24 +139,13 @@ function processService(options: EnvdServiceOptions): Record<string, Unary | Str
         ...(request.pty ? { pty: { cols: size?.cols || 80, rows: size?.rows || 24 } } : {}),
         timeoutMs: requestedTimeoutMs(context),
       });
-      try {
-        yield { event: { event: { case: 'start', value: { pid: process.pid } } } };
-        yield* relay(queue, context, options.keepaliveMs);
-      } finally {
-        process.unsubscribe(queue);
-      }
+      yield* follow(process, queue, context, options.keepaliveMs);
     } as Streaming,
 
     connect: async function* (request: { process?: Selector }, context: HandlerContext) {
       const sandbox = requireSandbox(options.registry, context.requestHeader);
       const process = sandbox.processes.find(selectorOf(request));
-      const queue = process.subscribe();
-      try {
-        yield { event: { event: { case: 'start', value: { pid: process.pid } } } };
-        yield* relay(queue, context, options.keepaliveMs);
-      } finally {
-        process.unsubscribe(queue);
-      }
+      yield* follow(process, process.subscribe(), context, options.keepaliveMs);
     } as Streaming,
 
     update: (async (request: UpdateRequest, context: HandlerContext) => {

@@ -29,6 +29,13 @@ export class EventQueue<T> {
     this.notify();
   }
 
+  /** Ends the queue and drops what it holds: its consumer has gone. */
+  discard(): void {
+    this.items.length = 0;
+    this.bytes = 0;
+    this.end();
+  }
+
   get isEnded(): boolean {
     return this.ended;
   }

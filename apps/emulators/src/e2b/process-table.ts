@@ -74,8 +74,10 @@ export class ManagedProcess {
     return queue;
   }
 
+  /** Stops feeding a queue and drops what it holds, so it no longer holds the process paused. */
   unsubscribe(queue: EventQueue<ProcessEventValue>): void {
     this.subscribers.delete(queue);
+    queue.discard();
     this.maybeResume();
   }
 
