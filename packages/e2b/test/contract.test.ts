@@ -40,19 +40,10 @@ afterAll(async () => {
 // by about 125 MB with the first large stream (the heap taking its working size) and then stays.
 const largeOutputBytes = 512 * 1024 * 1024;
 
-// Opt-in while a defect is open: in a full `npm test` on two shared cores, the gateway's channel once
-// stopped moving in the middle of a 512 MiB stream (exec.output-cap), and every later call of that
-// workspace timed out. `.ci/run e2b` sets WS_E2B_SUITE=1 and runs it on its own, where it passes.
-const optedIn = process.env.WS_E2B_SUITE === '1';
-
 await registerConformanceSuite({
   name: 'e2b (emulator)',
   largeOutputBytes,
-  skipReason: () =>
-    problem ??
-    (optedIn
-      ? undefined
-      : 'opt-in (WS_E2B_SUITE=1, as `.ci/run e2b` sets): the E2B gateway channel can stall under a full parallel test run, an open defect of the E2B backend'),
+  skipReason: () => problem,
   leftovers: leftoversOn(emulated),
   process: {
     module: built,
