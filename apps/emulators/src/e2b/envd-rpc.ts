@@ -16,7 +16,7 @@ import { resolveSandboxPath } from './accounts.js';
 import { type EnvdCaller, requireSandbox, resolveEnvdCaller } from './envd-access.js';
 import type { EnvdDescriptors } from './envd-descriptors.js';
 import type { EventQueue } from './event-queue.js';
-import type { ProcessConfig, ProcessEventValue } from './process-table.js';
+import type { ManagedProcess, ProcessConfig, ProcessEventValue } from './process-table.js';
 import type { SandboxRegistry } from './sandbox-registry.js';
 
 // The request messages, as the handlers read them (the router decodes them with the SDK's descriptors).
