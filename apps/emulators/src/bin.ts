@@ -2,9 +2,11 @@
 // ws-emulator: runs a vendor emulator in the foreground (see USAGE). The env lines go to stdout, logs to
 // stderr; a usage error is one line on stderr and exit code 2.
 import { parseArgs } from 'node:util';
+import { DEFAULT_DAYTONA_SNAPSHOTS, startDaytonaEmulator } from './daytona/daytona-emulator.js';
 import { DEFAULT_E2B_TEMPLATES, startE2BEmulator } from './e2b/e2b-emulator.js';
 
 const USAGE = `Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]... [--api-key KEY]... [--instance NAME] [--quiet]
+       ws-emulator daytona [--port N] [--snapshot NAME=IMAGE]... [--api-key KEY]... [--instance NAME] [--quiet]
        ws-emulator --help
 
 Runs an emulator of E2B's API (control plane and envd) on 127.0.0.1, backed by Docker containers
@@ -27,8 +29,22 @@ The unmodified e2b SDK uses it with the environment it prints:
   --quiet               no request log on stderr
   -h, --help            show this help
 
-Stopping the emulator leaves the sandboxes' containers; remove them with
-  docker rm -f $(docker ps -aq --filter label=ws.emulator=e2b)`;
+The daytona emulator serves Daytona's control plane (under /api) and every sandbox's toolbox (under
+/toolbox/<id>); the unmodified @daytonaio/sdk uses it with
+
+  export DAYTONA_API_URL=http://127.0.0.1:PORT/api
+  export DAYTONA_API_KEY=KEY
+
+  --snapshot NAME=IMAGE a snapshot name and the image its sandboxes run (repeatable; default:
+                        ${Object.entries(DEFAULT_DAYTONA_SNAPSHOTS)
+                          .map(([name, image]) => `${name}=${image}`)
+                          .join(', ')}; the first is the default snapshot); an image the engine has
+                        also works as a snapshot name
+  --api-key KEY         accept only this bearer key (repeatable; default: any non-empty key)
+
+Stopping an emulator leaves the sandboxes' containers; remove them with
+  docker rm -f $(docker ps -aq --filter label=ws.emulator=e2b)
+  docker rm -f $(docker ps -aq --filter label=ws.emulator=daytona)`;
 
 /** A one-line reason for a command-line parsing error. */
 function usageError(error: unknown): string {
@@ -52,6 +68,7 @@ async function main(args: string[]): Promise<number> {
     values: {
       port?: string;
       template?: string[];
+      snapshot?: string[];
       'api-key'?: string[];
       instance?: string;
       quiet?: boolean;
@@ -65,6 +82,7 @@ async function main(args: string[]): Promise<number> {
       options: {
         port: { type: 'string' },
         template: { type: 'string', multiple: true },
+        snapshot: { type: 'string', multiple: true },
         'api-key': { type: 'string', multiple: true },
         instance: { type: 'string' },
         quiet: { type: 'boolean' },
@@ -82,8 +100,10 @@ async function main(args: string[]): Promise<number> {
     return 0;
   }
   const [vendor, ...extra] = positionals;
-  if (vendor === undefined) return fail('name the emulator to run: ws-emulator e2b', 2);
-  if (vendor !== 'e2b') return fail(`unknown emulator ${JSON.stringify(vendor)}; only e2b exists`, 2);
+  if (vendor === undefined)
+    return fail('name the emulator to run: ws-emulator e2b, or ws-emulator daytona', 2);
+  if (vendor !== 'e2b' && vendor !== 'daytona')
+    return fail(`unknown emulator ${JSON.stringify(vendor)}; e2b and daytona exist`, 2);
   if (extra.length > 0) return fail(`unexpected argument ${extra[0]}`, 2);
   let port = 0;
   if (values.port !== undefined) {
@@ -91,29 +111,38 @@ async function main(args: string[]): Promise<number> {
     if (!/^\d+$/.test(values.port) || port > 65535)
       return fail(`--port takes a port number, not ${values.port}`, 2);
   }
+  if (vendor === 'daytona' && values.template) return fail('--template is an e2b option; use --snapshot', 2);
+  if (vendor === 'e2b' && values.snapshot) return fail('--snapshot is a daytona option; use --template', 2);
   const templates: Record<string, string> = {};
-  for (const pair of values.template ?? []) {
+  for (const pair of values.template ?? values.snapshot ?? []) {
     const separator = pair.indexOf('=');
     if (separator <= 0 || separator === pair.length - 1)
-      return fail(`--template takes ID=IMAGE, not ${pair}`, 2);
+      return fail(
+        `--${vendor === 'e2b' ? 'template takes ID' : 'snapshot takes NAME'}=IMAGE, not ${pair}`,
+        2,
+      );
     templates[pair.slice(0, separator)] = pair.slice(separator + 1);
   }
   const apiKeys = values['api-key'];
   if (apiKeys?.some((key) => key === '')) return fail('--api-key takes a non-empty key', 2);
+  const onLog = values.quiet
+    ? (line: string) => {
+        if (line.startsWith(`${vendor}:`)) process.stderr.write(`${line}\n`);
+      }
+    : (line: string) => process.stderr.write(`${line}\n`);
 
-  let emulator: Awaited<ReturnType<typeof startE2BEmulator>>;
+  let emulator: { env: Record<string, string>; close(): Promise<void> };
   try {
-    emulator = await startE2BEmulator({
+    const common = {
       port,
-      templates,
       ...(apiKeys ? { apiKeys } : {}),
       ...(values.instance !== undefined ? { instance: values.instance } : {}),
-      onLog: values.quiet
-        ? (line) => {
-            if (line.startsWith('e2b:')) process.stderr.write(`${line}\n`);
-          }
-        : (line) => process.stderr.write(`${line}\n`),
-    });
+      onLog,
+    };
+    emulator =
+      vendor === 'e2b'
+        ? await startE2BEmulator({ ...common, templates })
+        : await startDaytonaEmulator({ ...common, snapshots: templates });
   } catch (error) {
     return fail(error instanceof Error ? error.message : String(error), 1);
   }

@@ -1,3 +1,11 @@
+export type { DaytonaEmulator, DaytonaEmulatorOptions } from './daytona/daytona-emulator.js';
+export {
+  DAYTONA_LABELS,
+  DEFAULT_DAYTONA_API_KEY,
+  DEFAULT_DAYTONA_SNAPSHOTS,
+  removeDaytonaEmulatorSandboxes,
+  startDaytonaEmulator,
+} from './daytona/daytona-emulator.js';
 export type { E2BEmulator, E2BEmulatorOptions } from './e2b/e2b-emulator.js';
 export {
   DEFAULT_E2B_API_KEY,

@@ -32,6 +32,8 @@ describe('ws-emulator', () => {
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]');
     expect(result.stdout).toContain('E2B_SANDBOX_URL');
+    expect(result.stdout).toContain('Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]');
+    expect(result.stdout).toContain('ws-emulator daytona [--port N] [--snapshot NAME=IMAGE]');
   });
 
   it('refuses bad arguments with one line and exit code 2', () => {
@@ -39,7 +41,9 @@ describe('ws-emulator', () => {
       [['e2b', '--nope'], 'unknown option --nope'],
       [['e2b', '--port', 'eighty'], '--port takes a port number, not eighty'],
       [['e2b', '--template', 'base'], '--template takes ID=IMAGE, not base'],
-      [['daytona'], 'unknown emulator "daytona"'],
+      [['nope'], 'unknown emulator "nope"'],
+      [['daytona', '--snapshot', 'base'], '--snapshot takes NAME=IMAGE, not base'],
+      [['daytona', '--template', 'a=b'], '--template is an e2b option'],
       [[], 'name the emulator to run'],
     ] as const) {
       const result = run([...args]);
@@ -90,6 +94,57 @@ describe('ws-emulator', () => {
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
       expect(stderr).toContain('GET /v2/sandboxes 200');
+    },
+    30_000,
+  );
+  it.skipIf(engineProblem !== undefined)(
+    'runs the Daytona emulator in the foreground, prints the env to export, and stops on SIGTERM',
+    async () => {
+      requireBuild();
+      const instance = `cli-${process.pid}`;
+      const child = spawn(
+        process.execPath,
+        [bin, 'daytona', '--api-key', 'cli-key', '--instance', instance],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      children.push(child);
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (chunk) => {
+        stdout += chunk;
+      });
+      child.stderr!.on('data', (chunk) => {
+        stderr += chunk;
+      });
+      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+      for (let waited = 0; stdout.split('\n').length < 3 && waited < 20_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const env = Object.fromEntries(
+        [...stdout.matchAll(/^export (DAYTONA_[A-Z_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
+      );
+      expect(Object.keys(env).sort(), stderr).toEqual(['DAYTONA_API_KEY', 'DAYTONA_API_URL']);
+      expect(env.DAYTONA_API_KEY).toBe('cli-key');
+      expect(env.DAYTONA_API_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api$/);
+      const listed = await fetch(`${env.DAYTONA_API_URL}/sandbox`, {
+        headers: { authorization: 'Bearer cli-key' },
+      });
+      expect(listed.status).toBe(200);
+      expect(await listed.json()).toEqual({ items: [], total: 0, nextCursor: null });
+      const refused = await fetch(`${env.DAYTONA_API_URL}/sandbox`, {
+        headers: { authorization: 'Bearer other' },
+      });
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toEqual({
+        statusCode: 401,
+        message: 'Unauthorized',
+        error: 'Unauthorized',
+      });
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(stderr).toContain('GET /api/sandbox 200');
     },
     30_000,
   );

@@ -1,0 +1,52 @@
+import type Docker from 'dockerode';
+import { labelsOf, type SandboxDescription } from './sandbox-labels.js';
+
+export interface CreateSandboxInput {
+  name: string | undefined;
+  snapshot: string;
+  image: string;
+  user: string;
+  target: string;
+  cpu: number;
+  memory: number;
+  disk: number;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+  autoStopInterval: number;
+  autoArchiveInterval: number;
+  autoDeleteInterval: number;
+  networkBlockAll: boolean;
+}
+
+/** Container name of a sandbox. */
+export function daytonaContainerName(sandboxId: string): string {
+  return `ws-daytona-${sandboxId}`;
+}
+
+/** Creates (does not start) a sandbox's container: idle `sleep`, an init, no capabilities, the limits. */
+export function createSandboxContainer(
+  docker: Docker,
+  input: CreateSandboxInput,
+  description: SandboxDescription,
+  instance: string,
+): Promise<Docker.Container> {
+  return docker.createContainer({
+    name: daytonaContainerName(description.id),
+    Image: input.image,
+    // The sandbox idles until the toolbox runs something in it; an init reaps what killed commands leave.
+    Entrypoint: ['sleep'],
+    Cmd: ['infinity'],
+    Labels: labelsOf(description, instance),
+    Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
+    Tty: false,
+    HostConfig: {
+      Init: true,
+      // Root in the container holds no capability and cannot gain one; commands run as the user.
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      NanoCpus: Math.round(input.cpu * 1e9),
+      Memory: Math.round(input.memory * 1024 ** 3),
+      ...(input.networkBlockAll ? { NetworkMode: 'none' } : {}),
+    },
+  });
+}

@@ -1,0 +1,187 @@
+import type Docker from 'dockerode';
+import { dockerMessage } from '../docker/exec.js';
+import { firstFileOfTar, tarOneFile } from '../docker/tar.js';
+
+/** Labels of an emulated Daytona sandbox's container; with a small state file they hold all its state. */
+export const DAYTONA_LABELS = {
+  emulator: 'ws.emulator',
+  /** Which emulator instance manages the sandbox (see `DaytonaEmulatorOptions.instance`). */
+  instance: 'ws.daytona.instance',
+  sandboxId: 'ws.daytona.sandbox-id',
+  name: 'ws.daytona.name',
+  snapshot: 'ws.daytona.snapshot',
+  user: 'ws.daytona.user',
+  target: 'ws.daytona.target',
+  networkBlockAll: 'ws.daytona.network-block-all',
+  resources: 'ws.daytona.resources',
+  createdAt: 'ws.daytona.created-at',
+  /** The Daytona labels given at creation, as JSON (later changes live in the state file). */
+  labels: 'ws.daytona.labels',
+  /** The sandbox's env vars, as JSON. */
+  env: 'ws.daytona.env',
+} as const;
+
+/** The value of the `ws.emulator` label on Daytona sandbox containers. */
+export const DAYTONA_EMULATOR_LABEL_VALUE = 'daytona';
+
+/** The label filter of every emulated Daytona sandbox's container, or of one instance's. */
+export function daytonaFilter(instance?: string): { label: string[] } {
+  const label = [`${DAYTONA_LABELS.emulator}=${DAYTONA_EMULATOR_LABEL_VALUE}`];
+  if (instance !== undefined) label.push(`${DAYTONA_LABELS.instance}=${instance}`);
+  return { label };
+}
+
+/** What a sandbox is from its creation on (its container's labels). */
+export interface SandboxDescription {
+  id: string;
+  name: string;
+  snapshot: string;
+  user: string;
+  target: string;
+  networkBlockAll: boolean;
+  cpu: number;
+  memory: number;
+  disk: number;
+  createdAt: Date;
+  labels: Record<string, string>;
+  env: Record<string, string>;
+}
+
+/** What changes after creation (the state file). */
+export interface SandboxSettings {
+  labels: Record<string, string>;
+  autoStopInterval: number;
+  autoArchiveInterval: number;
+  autoDeleteInterval: number;
+  autoPauseInterval: number;
+  archived: boolean;
+  lastActivityAt: string;
+  updatedAt: string;
+}
+
+/** Daytona's defaults: auto-stop after 15 minutes, auto-archive after 7 days, no auto-delete. */
+export function defaultSettings(labels: Record<string, string>): SandboxSettings {
+  const now = new Date().toISOString();
+  return {
+    labels: { ...labels },
+    autoStopInterval: 15,
+    autoArchiveInterval: 10080,
+    autoDeleteInterval: -1,
+    autoPauseInterval: 0,
+    archived: false,
+    lastActivityAt: now,
+    updatedAt: now,
+  };
+}
+
+export function labelsOf(description: SandboxDescription, instance: string): Record<string, string> {
+  return {
+    [DAYTONA_LABELS.emulator]: DAYTONA_EMULATOR_LABEL_VALUE,
+    [DAYTONA_LABELS.instance]: instance,
+    [DAYTONA_LABELS.sandboxId]: description.id,
+    [DAYTONA_LABELS.name]: description.name,
+    [DAYTONA_LABELS.snapshot]: description.snapshot,
+    [DAYTONA_LABELS.user]: description.user,
+    [DAYTONA_LABELS.target]: description.target,
+    [DAYTONA_LABELS.networkBlockAll]: String(description.networkBlockAll),
+    [DAYTONA_LABELS.resources]: JSON.stringify({
+      cpu: description.cpu,
+      memory: description.memory,
+      disk: description.disk,
+    }),
+    [DAYTONA_LABELS.createdAt]: description.createdAt.toISOString(),
+    [DAYTONA_LABELS.labels]: JSON.stringify(description.labels),
+    [DAYTONA_LABELS.env]: JSON.stringify(description.env),
+  };
+}
+
+function jsonRecord(text: string | undefined): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text ?? '{}') as unknown;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+function stringRecord(value: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, item] of Object.entries(value)) if (typeof item === 'string') out[key] = item;
+  return out;
+}
+
+/** A sandbox's description from its container's labels (undefined without a sandbox id). */
+export function describedBy(summary: Docker.ContainerInfo): SandboxDescription | undefined {
+  const labels = summary.Labels ?? {};
+  const id = labels[DAYTONA_LABELS.sandboxId];
+  if (!id) return undefined;
+  const resources = jsonRecord(labels[DAYTONA_LABELS.resources]);
+  const createdAt = new Date(labels[DAYTONA_LABELS.createdAt] ?? summary.Created * 1000);
+  return {
+    id,
+    name: labels[DAYTONA_LABELS.name] || id,
+    snapshot: labels[DAYTONA_LABELS.snapshot] ?? summary.Image,
+    user: labels[DAYTONA_LABELS.user] || 'root',
+    target: labels[DAYTONA_LABELS.target] || 'us',
+    networkBlockAll: labels[DAYTONA_LABELS.networkBlockAll] === 'true',
+    cpu: Number(resources.cpu) || 1,
+    memory: Number(resources.memory) || 1,
+    disk: Number(resources.disk) || 3,
+    createdAt: Number.isNaN(createdAt.getTime()) ? new Date(summary.Created * 1000) : createdAt,
+    labels: stringRecord(jsonRecord(labels[DAYTONA_LABELS.labels])),
+    env: stringRecord(jsonRecord(labels[DAYTONA_LABELS.env])),
+  };
+}
+
+// Labels cannot change, so what does (labels, intervals, archived) is kept in a small file in the
+// container, written and read through the archive API (which works on stopped containers too).
+const STATE_DIR = '/run';
+const STATE_FILE = 'ws-daytona-emulator.json';
+
+/** Records a sandbox's settings in its container; a failure is logged, not thrown. */
+export async function writeSettings(
+  container: Docker.Container,
+  settings: SandboxSettings,
+  log: (line: string) => void,
+): Promise<void> {
+  try {
+    await container.putArchive(tarOneFile(STATE_FILE, Buffer.from(JSON.stringify(settings)), 0o600), {
+      path: STATE_DIR,
+    });
+  } catch (error) {
+    log(`daytona: cannot record the settings in ${STATE_DIR}/${STATE_FILE}: ${dockerMessage(error)}`);
+  }
+}
+
+/** The settings recorded in a container, over `fallback` field by field. */
+export async function readSettings(
+  container: Docker.Container,
+  fallback: SandboxSettings,
+): Promise<SandboxSettings> {
+  try {
+    const archive = await container.getArchive({ path: `${STATE_DIR}/${STATE_FILE}` });
+    const content = await firstFileOfTar(archive as unknown as AsyncIterable<Uint8Array>);
+    if (!content) return fallback;
+    const saved = jsonRecord(content.toString('utf8'));
+    const number = (value: unknown, otherwise: number) =>
+      typeof value === 'number' && Number.isInteger(value) ? value : otherwise;
+    return {
+      labels:
+        typeof saved.labels === 'object'
+          ? stringRecord(jsonRecord(JSON.stringify(saved.labels)))
+          : fallback.labels,
+      autoStopInterval: number(saved.autoStopInterval, fallback.autoStopInterval),
+      autoArchiveInterval: number(saved.autoArchiveInterval, fallback.autoArchiveInterval),
+      autoDeleteInterval: number(saved.autoDeleteInterval, fallback.autoDeleteInterval),
+      autoPauseInterval: number(saved.autoPauseInterval, fallback.autoPauseInterval),
+      archived: saved.archived === true,
+      lastActivityAt:
+        typeof saved.lastActivityAt === 'string' ? saved.lastActivityAt : fallback.lastActivityAt,
+      updatedAt: typeof saved.updatedAt === 'string' ? saved.updatedAt : fallback.updatedAt,
+    };
+  } catch {
+    return fallback;
+  }
+}

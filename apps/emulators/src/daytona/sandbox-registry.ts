@@ -1,0 +1,398 @@
+import { randomUUID } from 'node:crypto';
+import type Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { nextAutoAction } from './auto-lifecycle.js';
+import { DaytonaHttpError } from './daytona-errors.js';
+import { type CreateSandboxInput, createSandboxContainer } from './sandbox-container.js';
+import {
+  daytonaFilter,
+  defaultSettings,
+  describedBy,
+  readSettings,
+  type SandboxDescription,
+  type SandboxSettings,
+  writeSettings,
+} from './sandbox-labels.js';
+import { ensureAccount, type SandboxAccount } from './sandbox-user.js';
+import { SessionTable } from './sessions.js';
+
+/** The states the emulator goes through (a subset of Daytona's `SandboxState`). */
+export type SandboxState =
+  | 'creating'
+  | 'starting'
+  | 'started'
+  | 'stopping'
+  | 'stopped'
+  | 'archiving'
+  | 'archived'
+  | 'destroying'
+  | 'error';
+
+/** One emulated sandbox: a container plus what Daytona reports about it. */
+export interface SandboxRecord extends Readonly<SandboxDescription> {
+  readonly container: Docker.Container;
+  readonly account: SandboxAccount;
+  readonly sessions: SessionTable;
+  settings: SandboxSettings;
+  state: SandboxState;
+  desiredState: 'started' | 'stopped' | 'archived' | 'destroyed';
+  errorReason: string | undefined;
+  /** When the state last settled (the clock of auto-archive and auto-delete). */
+  stateSince: number;
+}
+
+interface Entry {
+  record: SandboxRecord;
+  timer: NodeJS.Timeout | undefined;
+  /** Serialises lifecycle changes of one sandbox. */
+  lock: Promise<unknown>;
+}
+
+export interface RegistryOptions {
+  docker: Docker;
+  instance: string;
+  log: (line: string) => void;
+  /** How long a transitional state (creating, starting, stopping, …) lasts at least, in ms. */
+  transitionMs: number;
+  /** The length of one minute of the auto-stop/archive/delete intervals, in ms. */
+  minuteMs: number;
+  /** Told of every state change (`destroyed` when a sandbox is gone). */
+  onStateChange?: (
+    record: SandboxRecord,
+    oldState: SandboxState,
+    newState: SandboxState | 'destroyed',
+  ) => void;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The sandboxes of one emulator, their containers, and the timers that stop, archive or delete them. */
+export class SandboxRegistry {
+  private readonly entries = new Map<string, Entry>();
+  private closed = false;
+
+  constructor(private readonly options: RegistryOptions) {}
+
+  /** By id, or else by name. */
+  get(idOrName: string): SandboxRecord | undefined {
+    const byId = this.entries.get(idOrName)?.record;
+    if (byId) return byId;
+    return this.list().find((record) => record.name === idOrName);
+  }
+
+  list(): SandboxRecord[] {
+    return [...this.entries.values()].map((entry) => entry.record);
+  }
+
+  /** Finds the containers of earlier emulators of this instance and takes them over. */
+  async restore(): Promise<void> {
+    const { docker } = this.options;
+    const containers = await docker.listContainers({
+      all: true,
+      filters: daytonaFilter(this.options.instance),
+    });
+    for (const summary of containers) {
+      const description = describedBy(summary);
+      if (!description || this.entries.has(description.id)) continue;
+      if (summary.State === 'removing' || summary.State === 'dead') continue;
+      const container = docker.getContainer(summary.Id);
+      try {
+        const settings = await readSettings(container, defaultSettings(description.labels));
+        const account = await ensureAccount(container, description.user);
+        const running = summary.State === 'running';
+        const state: SandboxState = running ? 'started' : settings.archived ? 'archived' : 'stopped';
+        this.add(container, description, account, settings, state);
+        this.options.log(`daytona: restored sandbox ${description.id} (${state})`);
+      } catch (error) {
+        this.options.log(`daytona: cannot restore sandbox ${description.id}: ${dockerMessage(error)}`);
+      }
+    }
+  }
+
+  /** Creates the container (and the user) now; it starts in the background (`creating` → `started`). */
+  async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+    const id = randomUUID();
+    const name = input.name ?? id;
+    if (this.get(name)) throw new DaytonaHttpError(409, `Sandbox with name ${name} already exists`);
+    const createdAt = new Date();
+    const description: SandboxDescription = {
+      id,
+      name,
+      snapshot: input.snapshot,
+      user: input.user,
+      target: input.target,
+      networkBlockAll: input.networkBlockAll,
+      cpu: input.cpu,
+      memory: input.memory,
+      disk: input.disk,
+      createdAt,
+      labels: { ...input.labels },
+      env: { ...input.env },
+    };
+    const container = await createSandboxContainer(
+      this.options.docker,
+      input,
+      description,
+      this.options.instance,
+    ).catch((error: unknown) => {
+      // Say, more CPUs than the host has.
+      throw new DaytonaHttpError(400, `cannot create the sandbox's container: ${dockerMessage(error)}`);
+    });
+    let account: SandboxAccount;
+    try {
+      account = await ensureAccount(container, input.user);
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => {});
+      throw new DaytonaHttpError(400, `cannot set up user ${input.user}: ${dockerMessage(error)}`);
+    }
+    const settings: SandboxSettings = {
+      ...defaultSettings(input.labels),
+      autoStopInterval: input.autoStopInterval,
+      autoArchiveInterval: input.autoArchiveInterval,
+      autoDeleteInterval: input.autoDeleteInterval,
+    };
+    await writeSettings(container, settings, this.options.log);
+    const entry = this.add(container, description, account, settings, 'creating');
+    void this.change(entry.record.id, 'creating', 'started', async (record) => {
+      await record.container.start();
+    });
+    this.options.log(`daytona: creating sandbox ${id} from ${input.image}`);
+    return entry.record;
+  }
+
+  /** Starts a stopped or archived sandbox (`starting` → `started`); a started one stays as it is. */
+  start(idOrName: string): Promise<SandboxRecord> {
+    return this.begin(idOrName, (record) => {
+      if (record.state === 'started' || record.state === 'starting' || record.state === 'creating')
+        return false;
+      if (record.state !== 'stopped' && record.state !== 'archived' && record.state !== 'error')
+        throw stateConflict(record);
+      void this.change(record.id, 'starting', 'started', async () => {
+        try {
+          await record.container.start();
+        } catch (error) {
+          if (dockerStatus(error) !== 304) throw error; // already running
+        }
+        record.settings.archived = false;
+        record.settings.lastActivityAt = new Date().toISOString();
+      });
+      return true;
+    });
+  }
+
+  /** Stops a started sandbox (`stopping` → `stopped`); `force` kills instead of SIGTERM. */
+  stop(idOrName: string, force: boolean): Promise<SandboxRecord> {
+    return this.begin(idOrName, (record) => {
+      if (record.state === 'stopped' || record.state === 'stopping' || record.state === 'archived')
+        return false;
+      if (record.state !== 'started' && record.state !== 'error') throw stateConflict(record);
+      void this.change(record.id, 'stopping', 'stopped', (current) => this.stopContainer(current, force));
+      return true;
+    });
+  }
+
+  /** Archives a stopped sandbox (`archiving` → `archived`): the container stays, stopped. */
+  archive(idOrName: string): Promise<SandboxRecord> {
+    return this.begin(idOrName, (record) => {
+      if (record.state === 'archived' || record.state === 'archiving') return false;
+      if (record.state !== 'stopped')
+        throw new DaytonaHttpError(400, `Sandbox ${record.id} is not stopped (state: ${record.state})`);
+      void this.change(record.id, 'archiving', 'archived', async () => {
+        record.settings.archived = true;
+      });
+      return true;
+    });
+  }
+
+  /** Deletes a sandbox (`destroying`, then gone: later requests answer 404). */
+  remove(idOrName: string): Promise<SandboxRecord> {
+    return this.begin(idOrName, (record) => {
+      if (record.state === 'destroying') return false;
+      void this.change(record.id, 'destroying', 'gone', async (current) => {
+        await current.sessions.closeAll();
+        try {
+          await current.container.remove({ force: true });
+        } catch (error) {
+          if (dockerStatus(error) !== 404) throw error;
+        }
+      });
+      return true;
+    });
+  }
+
+  /** Changes labels or intervals and records them in the container. */
+  async update(idOrName: string, change: (settings: SandboxSettings) => void): Promise<SandboxRecord> {
+    const record = this.require(idOrName);
+    change(record.settings);
+    record.settings.updatedAt = new Date().toISOString();
+    await writeSettings(record.container, record.settings, this.options.log);
+    this.schedule(record.id);
+    return record;
+  }
+
+  /** Marks activity (toolbox calls, `last-activity`): the auto-stop clock restarts. */
+  touch(record: SandboxRecord): void {
+    record.settings.lastActivityAt = new Date().toISOString();
+    this.schedule(record.id);
+  }
+
+  /** The sandbox, or a 404 as Daytona answers it. */
+  require(idOrName: string): SandboxRecord {
+    const record = this.get(idOrName);
+    if (!record) throw new DaytonaHttpError(404, `Sandbox with ID or name ${idOrName} not found`);
+    return record;
+  }
+
+  /** Stops the timers and forgets the sessions' streams; the containers stay. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.entries.values()) {
+      if (entry.timer) clearTimeout(entry.timer);
+      entry.timer = undefined;
+    }
+  }
+
+  private add(
+    container: Docker.Container,
+    description: SandboxDescription,
+    account: SandboxAccount,
+    settings: SandboxSettings,
+    state: SandboxState,
+  ): Entry {
+    const record: SandboxRecord = {
+      ...description,
+      container,
+      account,
+      sessions: new SessionTable(),
+      settings,
+      state,
+      desiredState: state === 'archived' ? 'archived' : state === 'stopped' ? 'stopped' : 'started',
+      errorReason: undefined,
+      stateSince: Date.now(),
+    };
+    const entry: Entry = { record, timer: undefined, lock: Promise.resolve() };
+    this.entries.set(record.id, entry);
+    this.schedule(record.id);
+    return entry;
+  }
+
+  /** Validates and announces a change under the sandbox's lock; `decide` says whether one starts. */
+  private async begin(idOrName: string, decide: (record: SandboxRecord) => boolean): Promise<SandboxRecord> {
+    const record = this.require(idOrName);
+    const entry = this.entries.get(record.id)!;
+    const run = entry.lock.then(() => {
+      decide(record);
+      return record;
+    });
+    entry.lock = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * Puts the sandbox in `interim` now, then (serialised with other changes) performs `action`, waits
+   * out the rest of the transition time and settles in `final` ('gone' removes it), or in `error`.
+   */
+  private change(
+    sandboxId: string,
+    interim: SandboxState,
+    final: SandboxState | 'gone',
+    action: (record: SandboxRecord) => Promise<void>,
+  ): Promise<void> {
+    const entry = this.entries.get(sandboxId);
+    if (!entry) return Promise.resolve();
+    const { record } = entry;
+    this.announce(record, interim);
+    record.errorReason = undefined;
+    record.desiredState =
+      final === 'gone'
+        ? 'destroyed'
+        : final === 'started' || final === 'stopped' || final === 'archived'
+          ? final
+          : record.desiredState;
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    const started = Date.now();
+    const run = entry.lock.then(async () => {
+      try {
+        await action(record);
+        await sleep(Math.max(0, this.options.transitionMs - (Date.now() - started)));
+      } catch (error) {
+        record.errorReason = dockerMessage(error);
+        this.announce(record, 'error');
+        this.options.log(`daytona: sandbox ${sandboxId} failed while ${interim}: ${record.errorReason}`);
+        return;
+      }
+      if (final === 'gone') {
+        this.entries.delete(sandboxId);
+        if (entry.timer) clearTimeout(entry.timer);
+        this.options.onStateChange?.(record, record.state, 'destroyed');
+        this.options.log(`daytona: deleted sandbox ${sandboxId}`);
+        return;
+      }
+      record.stateSince = Date.now();
+      record.settings.updatedAt = new Date().toISOString();
+      if (final === 'started') record.settings.lastActivityAt = new Date().toISOString();
+      this.announce(record, final);
+      this.options.log(`daytona: sandbox ${sandboxId} is ${final}`);
+      await writeSettings(record.container, record.settings, this.options.log);
+      this.schedule(sandboxId);
+    });
+    entry.lock = run.catch(() => {});
+    return run;
+  }
+
+  private announce(record: SandboxRecord, state: SandboxState): void {
+    const oldState = record.state;
+    record.state = state;
+    if (oldState !== state) this.options.onStateChange?.(record, oldState, state);
+  }
+
+  private async stopContainer(record: SandboxRecord, force: boolean): Promise<void> {
+    await record.sessions.closeAll();
+    try {
+      if (force) await record.container.kill();
+      else await record.container.stop({ t: 5 });
+    } catch (error) {
+      const status = dockerStatus(error);
+      if (status !== 304 && status !== 409) throw error; // already stopped
+    }
+  }
+
+  /** Arms the one timer of a sandbox: auto-stop when started, auto-archive or auto-delete when stopped. */
+  private schedule(sandboxId: string): void {
+    const entry = this.entries.get(sandboxId);
+    if (!entry || this.closed) return;
+    if (entry.timer) clearTimeout(entry.timer);
+    entry.timer = undefined;
+    const { record } = entry;
+    const due = nextAutoAction(record, this.options.minuteMs);
+    if (!due) return;
+    const { at, action } = due;
+    entry.timer = setTimeout(
+      () => {
+        entry.timer = undefined;
+        if (Date.now() < at) {
+          this.schedule(sandboxId);
+          return;
+        }
+        this.options.log(`daytona: auto-${action} of sandbox ${sandboxId}`);
+        const act =
+          action === 'stop'
+            ? this.stop(sandboxId, false)
+            : action === 'archive'
+              ? this.archive(sandboxId)
+              : this.remove(sandboxId);
+        void act.catch((error: unknown) =>
+          this.options.log(`daytona: auto-${action} of ${sandboxId} failed: ${dockerMessage(error)}`),
+        );
+      },
+      Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS),
+    );
+    entry.timer.unref();
+  }
+}
+
+function stateConflict(record: SandboxRecord): DaytonaHttpError {
+  return new DaytonaHttpError(409, `Sandbox ${record.id} state change in progress (state: ${record.state})`);
+}

@@ -1,0 +1,88 @@
+import type Docker from 'dockerode';
+import { dockerStatus } from '../docker/exec.js';
+import { firstFileOfTar } from '../docker/tar.js';
+import { tarEntries } from '../docker/tar-entries.js';
+
+/** Daytona's default sandbox user; its home is `/home/daytona`. */
+export const DAYTONA_DEFAULT_USER = 'daytona';
+
+/** The account commands and file operations of a sandbox run as. */
+export interface SandboxAccount {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string;
+}
+
+async function readEtcFile(container: Docker.Container, path: string): Promise<string> {
+  try {
+    const archive = await container.getArchive({ path });
+    const content = await firstFileOfTar(archive as unknown as AsyncIterable<Uint8Array>);
+    return content?.toString('utf8') ?? '';
+  } catch (error) {
+    if (dockerStatus(error) === 404) return '';
+    throw error;
+  }
+}
+
+function withNewline(text: string): string {
+  return text === '' || text.endsWith('\n') ? text : `${text}\n`;
+}
+
+/**
+ * Finds the account `name` in a (created, not necessarily started) container, or adds it: a passwd and
+ * group entry with the first free id from 1000, and a home `/home/<name>` it owns. The container holds
+ * no capability to run `useradd`, so the files go in through the archive API, which the engine applies
+ * as root with the owners the archive names.
+ */
+export async function ensureAccount(container: Docker.Container, name: string): Promise<SandboxAccount> {
+  const passwd = await readEtcFile(container, '/etc/passwd');
+  const passwdLines = passwd.split('\n').filter((line) => line !== '');
+  const existing = passwdLines.map((line) => line.split(':')).find((fields) => fields[0] === name);
+  if (existing) {
+    return {
+      name,
+      uid: Number(existing[2]) || 0,
+      gid: Number(existing[3]) || 0,
+      home: existing[5] || '/',
+    };
+  }
+  if (name === 'root') return { name, uid: 0, gid: 0, home: '/root' };
+  if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(name)) throw new Error(`invalid user name ${JSON.stringify(name)}`);
+  const group = await readEtcFile(container, '/etc/group');
+  const usedUids = new Set(passwdLines.map((line) => Number(line.split(':')[2])));
+  const usedGids = new Set(
+    group
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => Number(line.split(':')[2])),
+  );
+  let uid = 1000;
+  while (usedUids.has(uid) || usedGids.has(uid)) uid++;
+  const home = `/home/${name}`;
+  const shell = passwd.includes('/bin/bash') ? '/bin/bash' : '/bin/sh';
+  await container.putArchive(
+    tarEntries([
+      {
+        name: 'etc/passwd',
+        type: 'file',
+        content: Buffer.from(`${withNewline(passwd)}${name}:x:${uid}:${uid}::${home}:${shell}\n`),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+      },
+      {
+        name: 'etc/group',
+        type: 'file',
+        content: Buffer.from(`${withNewline(group)}${name}:x:${uid}:\n`),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+      },
+      { name: 'home/', type: 'directory', mode: 0o755, uid: 0, gid: 0 },
+      { name: `home/${name}/`, type: 'directory', mode: 0o755, uid, gid: uid },
+    ]),
+    { path: '/' },
+  );
+  return { name, uid, gid: uid, home };
+}
