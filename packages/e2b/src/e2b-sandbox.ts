@@ -22,6 +22,7 @@ import {
   encodeUtf8,
   normalizeInput,
   OutputCollector,
+  POSIX_WRITE_SCRIPTS,
   resolveSandboxPath,
   shellJoin,
   shellQuote,
@@ -36,25 +37,6 @@ const CWD_NOT_DIR = 87;
 const CWD_MARK = 'ws-e2b: bad working directory';
 /** Output characters after which the gateway's output stream is taken over by a new subscription. */
 export const ROTATE_AFTER_CHARS = 16 * 1024 * 1024;
-
-// Resolves the target's links, refuses a folder, makes the parents and a fresh temporary file beside
-// the target, and prints both paths (NUL-terminated). $1 target.
-const PREPARE_WRITE = `p=$1 n=0
-while [ -L "$p" ]; do
-  n=$((n + 1)); [ "$n" -gt 40 ] && exit 65
-  l=$(readlink -- "$p") || exit 1
-  case "$l" in /*) p=$l;; *) p=$(dirname -- "$p")/$l;; esac
-done
-[ -d "$p" ] && exit 67
-d=$(dirname -- "$p")
-mkdir -p -- "$d" 2>/dev/null || exit 68
-t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
-printf '%s\\0%s\\0' "$p" "$t"`;
-// $1 target, $2 the written temporary file, $3 mode ('' keeps a replaced file's, or 0666 less the umask).
-const COMMIT_WRITE = `if [ -n "$3" ]; then m=$3
-elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
-else m=$(printf %o $((0666 & ~$(umask)))); fi
-chmod "$m" -- "$2" && exec mv -f -- "$2" "$1"`;
 
 /**
  * The SDK's command handle keeps every byte of output as a string, for its own `wait()` result; this
@@ -520,7 +502,7 @@ export class E2BSandbox implements WsSandbox {
   async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
     throwIfAborted(options.signal);
     const requested = resolveSandboxPath(this.workdir, path);
-    const prepared = await this.exec(['sh', '-c', PREPARE_WRITE, 'sh', requested], {
+    const prepared = await this.exec(['sh', '-c', POSIX_WRITE_SCRIPTS.prepare, 'sh', requested], {
       cwd: '/',
       ...(options.signal ? { signal: options.signal } : {}),
     });
@@ -543,7 +525,7 @@ export class E2BSandbox implements WsSandbox {
         [
           'sh',
           '-c',
-          COMMIT_WRITE,
+          POSIX_WRITE_SCRIPTS.commit,
           'sh',
           target,
           temporary,

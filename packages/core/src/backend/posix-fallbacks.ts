@@ -34,6 +34,33 @@ const EXIT_CODES: Readonly<Record<number, WsErrorCode>> = {
   77: 'PERMISSION_DENIED',
 };
 
+/**
+ * Writing a file whole or not at all, in two steps, so that a writer killed halfway never replaces
+ * it. `prepare` ($1 the target) resolves the target's links, refuses a folder, makes the parents and
+ * a fresh temporary file beside the target, and prints both paths, each NUL-terminated (the
+ * temporary's name is in `$t` for a script that goes on to fill it). Once the caller has seen every
+ * byte arrive, `commit` ($1 target, $2 the written temporary file, $3 a mode, or '' to keep a
+ * replaced file's, else 0666 less the umask) renames it over the target. For backends whose file API
+ * uploads the bytes in between.
+ */
+export const POSIX_WRITE_SCRIPTS = {
+  prepare: `p=$1 n=0
+while [ -L "$p" ]; do
+  n=$((n + 1)); [ "$n" -gt 40 ] && exit 65
+  l=$(readlink -- "$p") || exit 1
+  case "$l" in /*) p=$l;; *) p=$(dirname -- "$p")/$l;; esac
+done
+[ -d "$p" ] && exit 67
+d=$(dirname -- "$p")
+mkdir -p -- "$d" 2>/dev/null || exit 68
+t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
+printf '%s\\0%s\\0' "$p" "$t"`,
+  commit: `if [ -n "$3" ]; then m=$3
+elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
+else m=$(printf %o $((0666 & ~$(umask)))); fi
+chmod "$m" -- "$2" && exec mv -f -- "$2" "$1"`,
+} as const;
+
 const SCRIPTS = {
   // GNU find prints type, size, mtime and mode; -L follows links like stat(2).
   stat: `[ -e "$1" ] || exit 66
@@ -54,26 +81,9 @@ exec mv -f -T -- "$1" "$2"`,
   readStream: `[ -e "$1" ] || exit 66
 [ -d "$1" ] && exit 67
 exec cat -- "$1"`,
-  // Two steps, so that a writer killed halfway never replaces the file: the bytes go to a new file
-  // beside the target (where its links lead), whose name is printed first with the target's, and
-  // only once the caller has seen every byte arrive does \`commit\` rename it.
-  writeStream: `p=$1 n=0
-while [ -L "$p" ]; do
-  n=$((n + 1)); [ "$n" -gt 40 ] && exit 65
-  l=$(readlink -- "$p") || exit 1
-  case "$l" in /*) p=$l;; *) p=$(dirname -- "$p")/$l;; esac
-done
-[ -d "$p" ] && exit 67
-d=$(dirname -- "$p")
-mkdir -p -- "$d" 2>/dev/null || exit 68
-t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
-printf '%s\\0%s\\0' "$p" "$t"
+  writeStream: `${POSIX_WRITE_SCRIPTS.prepare}
 exec cat > "$t"`,
-  // $1 target, $2 the written temporary file, $3 mode ('' keeps a replaced file's, or 0666 less the umask).
-  commit: `if [ -n "$3" ]; then m=$3
-elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
-else m=$(printf %o $((0666 & ~$(umask)))); fi
-chmod "$m" -- "$2" && exec mv -f -- "$2" "$1"`,
+  commit: POSIX_WRITE_SCRIPTS.commit,
 } as const;
 
 /**
