@@ -226,6 +226,9 @@ async function dockerImage() {
 
 async function runExamples(scenario, dir) {
   const examples = allExamples(root).filter((example) => example.lang === 'js');
+  // `<vendor>-emulated` runs the examples that need the emulators and that vendor's SDK (a README
+  // block tagged `docker emulators <vendor>`).
+  const vendor = scenario.endsWith('-emulated') ? scenario.slice(0, -'-emulated'.length) : undefined;
   const wanted =
     scenario === 'docker'
       ? examples.filter(
@@ -233,15 +236,16 @@ async function runExamples(scenario, dir) {
         )
       : scenario === 'local'
         ? examples.filter((example) => example.needs.length === 0)
-        : scenario === 'e2b-emulated'
+        : vendor !== undefined
           ? examples.filter(
               (example) =>
                 example.needs.includes('emulators') &&
-                example.needs.every((need) => need === 'docker' || need === 'emulators'),
+                example.needs.includes(vendor) &&
+                example.needs.every((need) => ['docker', 'emulators', vendor].includes(need)),
             )
           : [];
   if (wanted.length === 0) return;
-  const missing = scenario === 'docker' || scenario === 'e2b-emulated' ? await dockerImage() : undefined;
+  const missing = scenario === 'docker' || vendor !== undefined ? await dockerImage() : undefined;
   for (const example of wanted) {
     if (missing) {
       console.log(`  example ${example.id}: skipped (${missing})`);

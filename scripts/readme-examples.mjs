@@ -4,6 +4,9 @@
 // A fenced block's info string is its language and, for `js`, what it needs besides Node.js:
 //   ```js            runs as an ES module on Node.js 20 with only the @ws packages installed
 //   ```js docker     the same, when a Docker engine and the default image are present
+//   ```js docker emulators VENDOR
+//                    the same, with @ws/emulators and VENDOR's SDK installed (e2b, daytona, k8s,
+//                    opensandbox); the package checks run it in the `VENDOR-emulated` install
 //   ```ts            type-checked as a module (strict, NodeNext)
 // A `<!-- example-prelude … -->` comment on the lines right before a fence is prepended to the block
 // when it is checked: it declares what a fragment assumes (a `workspace`, a `sessionId`…).

@@ -17,3 +17,19 @@ export {
 export type { EnvdDescriptors } from './e2b/envd-descriptors.js';
 export { e2bBundlePath, loadEnvdDescriptors } from './e2b/envd-descriptors.js';
 export { E2B_LABELS } from './e2b/sandbox-labels.js';
+export type { K8sEmulator, K8sEmulatorOptions, K8sKubeConfigOptions } from './k8s/k8s-emulator.js';
+export {
+  DEFAULT_K8S_IMAGES,
+  K8S_LABELS,
+  removeK8sEmulatorObjects,
+  startK8sEmulator,
+} from './k8s/k8s-emulator.js';
+export type { OpenSandboxEmulator, OpenSandboxEmulatorOptions } from './opensandbox/opensandbox-emulator.js';
+export {
+  DEFAULT_OPENSANDBOX_API_KEY,
+  DEFAULT_OPENSANDBOX_IMAGES,
+  OPENSANDBOX_API_KEY_HEADER,
+  OPENSANDBOX_LABELS,
+  removeOpenSandboxEmulatorSandboxes,
+  startOpenSandboxEmulator,
+} from './opensandbox/opensandbox-emulator.js';

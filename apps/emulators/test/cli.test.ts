@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
@@ -26,14 +26,40 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
+/** A foreground emulator: its exported env (once `count` lines are out), its log, and its exit. */
+async function foreground(args: string[], count: number) {
+  requireBuild();
+  const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  children.push(child);
+  const output = { stdout: '', stderr: '' };
+  child.stdout!.on('data', (chunk) => {
+    output.stdout += chunk;
+  });
+  child.stderr!.on('data', (chunk) => {
+    output.stderr += chunk;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  for (let waited = 0; output.stdout.split('\n').length <= count && waited < 20_000; waited += 50)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  const env: Record<string, string> = Object.fromEntries(
+    [...output.stdout.matchAll(/^export ([A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
+  );
+  const stop = async () => {
+    child.kill('SIGTERM');
+    return exited;
+  };
+  return { env, output, stop };
+}
+
 describe('ws-emulator', () => {
   it('prints its usage with --help', () => {
     const result = run(['--help']);
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]');
     expect(result.stdout).toContain('E2B_SANDBOX_URL');
-    expect(result.stdout).toContain('Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]');
     expect(result.stdout).toContain('ws-emulator daytona [--port N] [--snapshot NAME=IMAGE]');
+    expect(result.stdout).toContain('ws-emulator k8s [--port N] [--image NAME=IMAGE]');
+    expect(result.stdout).toContain('ws-emulator opensandbox [--port N] [--image URI=IMAGE]');
   });
 
   it('refuses bad arguments with one line and exit code 2', () => {
@@ -43,7 +69,11 @@ describe('ws-emulator', () => {
       [['e2b', '--template', 'base'], '--template takes ID=IMAGE, not base'],
       [['nope'], 'unknown emulator "nope"'],
       [['daytona', '--snapshot', 'base'], '--snapshot takes NAME=IMAGE, not base'],
-      [['daytona', '--template', 'a=b'], '--template is an e2b option'],
+      [['daytona', '--template', 'a=b'], '--template is not a daytona option; use --snapshot'],
+      [['k8s', '--image', 'ws'], '--image takes NAME=IMAGE, not ws'],
+      [['k8s', '--api-key', 'k'], '--api-key is not a k8s option; use --token'],
+      [['opensandbox', '--token', 't'], '--token is a k8s option'],
+      [['opensandbox', '--snapshot', 'a=b'], '--snapshot is not an opensandbox option; use --image'],
       [[], 'name the emulator to run'],
     ] as const) {
       const result = run([...args]);
@@ -57,31 +87,15 @@ describe('ws-emulator', () => {
   it.skipIf(engineProblem !== undefined)(
     'runs the E2B emulator in the foreground, prints the env to export, and stops on SIGTERM',
     async () => {
-      requireBuild();
-      const child = spawn(
-        process.execPath,
-        [bin, 'e2b', '--api-key', 'cli-key', '--template', 'tiny=ws-workspace:bookworm-bare'],
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
+      const { env, output, stop } = await foreground(
+        ['e2b', '--api-key', 'cli-key', '--template', 'tiny=ws-workspace:bookworm-bare'],
+        3,
       );
-      children.push(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr!.on('data', (chunk) => {
-        stderr += chunk;
-      });
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      for (let waited = 0; stdout.split('\n').length < 4 && waited < 20_000; waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const env = Object.fromEntries(
-        [...stdout.matchAll(/^export (E2B_[A-Z_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
-      );
-      expect(Object.keys(env).sort(), stderr).toEqual(['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL']);
+      expect(Object.keys(env).sort(), output.stderr).toEqual([
+        'E2B_API_KEY',
+        'E2B_API_URL',
+        'E2B_SANDBOX_URL',
+      ]);
       expect(env.E2B_API_KEY).toBe('cli-key');
       expect(env.E2B_API_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(env.E2B_SANDBOX_URL).toBe(env.E2B_API_URL);
@@ -91,41 +105,20 @@ describe('ws-emulator', () => {
       const refused = await fetch(`${env.E2B_API_URL}/v2/sandboxes`, { headers: { 'x-api-key': 'other' } });
       expect(refused.status).toBe(401);
       expect(await refused.json()).toEqual({ code: 401, message: 'Invalid API key' });
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(stderr).toContain('GET /v2/sandboxes 200');
+      expect(await stop()).toBe(0);
+      expect(output.stderr).toContain('GET /v2/sandboxes 200');
     },
     30_000,
   );
+
   it.skipIf(engineProblem !== undefined)(
     'runs the Daytona emulator in the foreground, prints the env to export, and stops on SIGTERM',
     async () => {
-      requireBuild();
-      const instance = `cli-${process.pid}`;
-      const child = spawn(
-        process.execPath,
-        [bin, 'daytona', '--api-key', 'cli-key', '--instance', instance],
-        {
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
+      const { env, output, stop } = await foreground(
+        ['daytona', '--api-key', 'cli-key', '--instance', `cli-${process.pid}`],
+        2,
       );
-      children.push(child);
-      let stdout = '';
-      let stderr = '';
-      child.stdout!.on('data', (chunk) => {
-        stdout += chunk;
-      });
-      child.stderr!.on('data', (chunk) => {
-        stderr += chunk;
-      });
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      for (let waited = 0; stdout.split('\n').length < 3 && waited < 20_000; waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      const env = Object.fromEntries(
-        [...stdout.matchAll(/^export (DAYTONA_[A-Z_]+)=(.*)$/gm)].map((match) => [match[1], match[2]]),
-      );
-      expect(Object.keys(env).sort(), stderr).toEqual(['DAYTONA_API_KEY', 'DAYTONA_API_URL']);
+      expect(Object.keys(env).sort(), output.stderr).toEqual(['DAYTONA_API_KEY', 'DAYTONA_API_URL']);
       expect(env.DAYTONA_API_KEY).toBe('cli-key');
       expect(env.DAYTONA_API_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/api$/);
       const listed = await fetch(`${env.DAYTONA_API_URL}/sandbox`, {
@@ -142,9 +135,57 @@ describe('ws-emulator', () => {
         message: 'Unauthorized',
         error: 'Unauthorized',
       });
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      expect(stderr).toContain('GET /api/sandbox 200');
+      expect(await stop()).toBe(0);
+      expect(output.stderr).toContain('GET /api/sandbox 200');
+    },
+    30_000,
+  );
+
+  it.skipIf(engineProblem !== undefined)(
+    'runs the Kubernetes emulator in the foreground, writes its kubeconfig, and removes it on SIGTERM',
+    async () => {
+      const { env, output, stop } = await foreground(
+        ['k8s', '--token', 'cli-token', '--instance', `cli-${process.pid}`],
+        3,
+      );
+      expect(Object.keys(env).sort(), output.stderr).toEqual(['K8S_API_URL', 'K8S_TOKEN', 'KUBECONFIG']);
+      expect(env.K8S_TOKEN).toBe('cli-token');
+      expect(readFileSync(env.KUBECONFIG!, 'utf8')).toContain(`server: "${env.K8S_API_URL}"`);
+      const listed = await fetch(`${env.K8S_API_URL}/api/v1/namespaces/default/pods`, {
+        headers: { authorization: 'Bearer cli-token' },
+      });
+      expect(listed.status).toBe(200);
+      expect(await listed.json()).toMatchObject({ kind: 'PodList', items: [] });
+      const refused = await fetch(`${env.K8S_API_URL}/api/v1/namespaces/default/pods`, {
+        headers: { authorization: 'Bearer other' },
+      });
+      expect(refused.status).toBe(401);
+      expect(await stop()).toBe(0);
+      expect(existsSync(env.KUBECONFIG!)).toBe(false);
+    },
+    30_000,
+  );
+
+  it.skipIf(engineProblem !== undefined)(
+    'runs the OpenSandbox emulator in the foreground, prints the env to export, and stops on SIGTERM',
+    async () => {
+      const { env, output, stop } = await foreground(
+        ['opensandbox', '--api-key', 'cli-key', '--instance', `cli-${process.pid}`],
+        2,
+      );
+      expect(Object.keys(env).sort(), output.stderr).toEqual(['OPEN_SANDBOX_API_KEY', 'OPEN_SANDBOX_DOMAIN']);
+      expect(env.OPEN_SANDBOX_API_KEY).toBe('cli-key');
+      const listed = await fetch(`${env.OPEN_SANDBOX_DOMAIN}/v1/sandboxes`, {
+        headers: { 'open-sandbox-api-key': 'cli-key' },
+      });
+      expect(listed.status).toBe(200);
+      const refused = await fetch(`${env.OPEN_SANDBOX_DOMAIN}/v1/sandboxes`, {
+        headers: { 'open-sandbox-api-key': 'other' },
+      });
+      expect(refused.status).toBe(401);
+      expect(await refused.json()).toMatchObject({ code: expect.any(String), message: expect.any(String) });
+      expect(await stop()).toBe(0);
+      expect(output.stderr).toContain('GET /v1/sandboxes 200');
     },
     30_000,
   );

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Docker from 'dockerode';
-import { isRecord, readJson, sendJson } from '../http/http-util.js';
+import { isRecord, readJson, sendJson, stringMap as stringMapOf } from '../http/http-util.js';
 import { DaytonaHttpError } from './daytona-errors.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 import { DAYTONA_DEFAULT_USER } from './sandbox-user.js';
@@ -173,14 +173,7 @@ async function bodyObject(request: IncomingMessage): Promise<Record<string, unkn
 }
 
 function stringMap(value: unknown, field: string): Record<string, string> {
-  if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw new DaytonaHttpError(400, `${field} must be an object of strings`);
-  const out: Record<string, string> = {};
-  for (const [key, item] of Object.entries(value)) {
-    if (typeof item !== 'string') throw new DaytonaHttpError(400, `${field}.${key} must be a string`);
-    out[key] = item;
-  }
-  return out;
+  return stringMapOf(value, field, (reason) => new DaytonaHttpError(400, reason));
 }
 
 function integer(value: unknown, field: string, fallback: number, minimum: number): number {

@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { WebSocketServer } from 'ws';
-import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { dockerMessage } from '../docker/exec.js';
+import { removeContainers } from '../docker/remove-containers.js';
+import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { type ControlPlaneContext, dto, handleControlPlane } from './control-plane.js';
 import { DaytonaHttpError, sendApiError, sendToolboxError } from './daytona-errors.js';
 import { EVENTS_PATH, EventStream } from './events.js';
@@ -186,34 +187,19 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
 
   const server = createServer((request, response) => void handle(request, response));
   server.on('upgrade', upgrade);
-  // Uploads and session commands can take long; only idle keep-alive sockets time out.
-  server.requestTimeout = 0;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server, options.port);
   const origin = `http://127.0.0.1:${port}`;
   context.toolboxUrl = `${origin}/toolbox`;
   const apiUrl = `${origin}/api`;
   const apiKey = options.apiKeys?.[0] ?? DEFAULT_DAYTONA_API_KEY;
   log(`daytona: emulator listening on ${apiUrl} (${registry.list().length} sandbox(es) restored)`);
 
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
-      registry.close();
-      events.close();
-      for (const client of webSockets.clients) client.terminate();
-      webSockets.close();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-    return closing;
-  };
+  const close = serverCloser(server, () => {
+    registry.close();
+    events.close();
+    for (const client of webSockets.clients) client.terminate();
+    webSockets.close();
+  });
   return {
     url: apiUrl,
     apiUrl,
@@ -235,25 +221,8 @@ export async function removeDaytonaEmulatorSandboxes(
   options: { instance?: string; labels?: Readonly<Record<string, string>> } = {},
 ): Promise<string[]> {
   const client = dockerClient(docker);
-  const containers = await client.listContainers({ all: true, filters: daytonaFilter(options.instance) });
-  const removed: string[] = [];
-  for (const summary of containers) {
-    if (options.labels) {
-      let created: Record<string, unknown> = {};
-      try {
-        created = JSON.parse(summary.Labels?.[DAYTONA_LABELS.labels] ?? '{}') as Record<string, unknown>;
-      } catch {
-        continue;
-      }
-      if (!Object.entries(options.labels).every(([key, value]) => created[key] === value)) continue;
-    }
-    try {
-      await client.getContainer(summary.Id).remove({ force: true });
-      removed.push(summary.Labels?.[DAYTONA_LABELS.sandboxId] ?? summary.Id);
-    } catch (error) {
-      const status = dockerStatus(error);
-      if (status !== 404 && status !== 409) throw error;
-    }
-  }
-  return removed;
+  return removeContainers(client, daytonaFilter(options.instance), DAYTONA_LABELS.sandboxId, {
+    label: DAYTONA_LABELS.labels,
+    entries: options.labels,
+  });
 }

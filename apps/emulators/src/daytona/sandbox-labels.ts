@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
-import { dockerMessage } from '../docker/exec.js';
-import { firstFileOfTar, tarOneFile } from '../docker/tar.js';
+import { readStateFile, writeStateFile } from '../docker/state-file.js';
+import { jsonRecord, stringRecord } from '../http/http-util.js';
 
 /** Labels of an emulated Daytona sandbox's container; with a small state file they hold all its state. */
 export const DAYTONA_LABELS = {
@@ -95,23 +95,6 @@ export function labelsOf(description: SandboxDescription, instance: string): Rec
   };
 }
 
-function jsonRecord(text: string | undefined): Record<string, unknown> {
-  try {
-    const value = JSON.parse(text ?? '{}') as unknown;
-    return typeof value === 'object' && value !== null && !Array.isArray(value)
-      ? (value as Record<string, unknown>)
-      : {};
-  } catch {
-    return {};
-  }
-}
-
-function stringRecord(value: Record<string, unknown>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [key, item] of Object.entries(value)) if (typeof item === 'string') out[key] = item;
-  return out;
-}
-
 /** A sandbox's description from its container's labels (undefined without a sandbox id). */
 export function describedBy(summary: Docker.ContainerInfo): SandboxDescription | undefined {
   const labels = summary.Labels ?? {};
@@ -135,24 +118,15 @@ export function describedBy(summary: Docker.ContainerInfo): SandboxDescription |
   };
 }
 
-// Labels cannot change, so what does (labels, intervals, archived) is kept in a small file in the
-// container, written and read through the archive API (which works on stopped containers too).
-const STATE_DIR = '/run';
 const STATE_FILE = 'ws-daytona-emulator.json';
 
 /** Records a sandbox's settings in its container; a failure is logged, not thrown. */
-export async function writeSettings(
+export function writeSettings(
   container: Docker.Container,
   settings: SandboxSettings,
   log: (line: string) => void,
 ): Promise<void> {
-  try {
-    await container.putArchive(tarOneFile(STATE_FILE, Buffer.from(JSON.stringify(settings)), 0o600), {
-      path: STATE_DIR,
-    });
-  } catch (error) {
-    log(`daytona: cannot record the settings in ${STATE_DIR}/${STATE_FILE}: ${dockerMessage(error)}`);
-  }
+  return writeStateFile(container, STATE_FILE, settings, log);
 }
 
 /** The settings recorded in a container, over `fallback` field by field. */
@@ -160,28 +134,18 @@ export async function readSettings(
   container: Docker.Container,
   fallback: SandboxSettings,
 ): Promise<SandboxSettings> {
-  try {
-    const archive = await container.getArchive({ path: `${STATE_DIR}/${STATE_FILE}` });
-    const content = await firstFileOfTar(archive as unknown as AsyncIterable<Uint8Array>);
-    if (!content) return fallback;
-    const saved = jsonRecord(content.toString('utf8'));
-    const number = (value: unknown, otherwise: number) =>
-      typeof value === 'number' && Number.isInteger(value) ? value : otherwise;
-    return {
-      labels:
-        typeof saved.labels === 'object'
-          ? stringRecord(jsonRecord(JSON.stringify(saved.labels)))
-          : fallback.labels,
-      autoStopInterval: number(saved.autoStopInterval, fallback.autoStopInterval),
-      autoArchiveInterval: number(saved.autoArchiveInterval, fallback.autoArchiveInterval),
-      autoDeleteInterval: number(saved.autoDeleteInterval, fallback.autoDeleteInterval),
-      autoPauseInterval: number(saved.autoPauseInterval, fallback.autoPauseInterval),
-      archived: saved.archived === true,
-      lastActivityAt:
-        typeof saved.lastActivityAt === 'string' ? saved.lastActivityAt : fallback.lastActivityAt,
-      updatedAt: typeof saved.updatedAt === 'string' ? saved.updatedAt : fallback.updatedAt,
-    };
-  } catch {
-    return fallback;
-  }
+  const saved = await readStateFile(container, STATE_FILE);
+  if (!saved) return fallback;
+  const number = (value: unknown, otherwise: number) =>
+    typeof value === 'number' && Number.isInteger(value) ? value : otherwise;
+  return {
+    labels: typeof saved.labels === 'object' ? stringRecord(saved.labels) : fallback.labels,
+    autoStopInterval: number(saved.autoStopInterval, fallback.autoStopInterval),
+    autoArchiveInterval: number(saved.autoArchiveInterval, fallback.autoArchiveInterval),
+    autoDeleteInterval: number(saved.autoDeleteInterval, fallback.autoDeleteInterval),
+    autoPauseInterval: number(saved.autoPauseInterval, fallback.autoPauseInterval),
+    archived: saved.archived === true,
+    lastActivityAt: typeof saved.lastActivityAt === 'string' ? saved.lastActivityAt : fallback.lastActivityAt,
+    updatedAt: typeof saved.updatedAt === 'string' ? saved.updatedAt : fallback.updatedAt,
+  };
 }

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
-import { execExitCode, FrameDemuxer, runExec, startExec, streamDone } from '../docker/exec.js';
+import { execExitCode, FrameDemuxer, KILL_GROUP, runExec, startExec, streamDone } from '../docker/exec.js';
 import { shellQuote } from '../docker/shell-quote.js';
 import { DaytonaHttpError } from './daytona-errors.js';
 import type { SandboxAccount } from './sandbox-user.js';
@@ -84,9 +84,6 @@ function partialMarker(buffer: Buffer, marker: Buffer): number {
   }
   return 0;
 }
-
-/** Kills the process group led by pid $1 (or the process alone); dash's kill takes no `--`. */
-export const KILL_GROUP = 'kill -KILL "-$1" 2>/dev/null || kill -KILL "$1"';
 
 const SHELL = 'if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi';
 

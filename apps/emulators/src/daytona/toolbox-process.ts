@@ -1,9 +1,17 @@
 import type { IncomingMessage } from 'node:http';
-import { execExitCode, FrameDemuxer, feed, runExec, startExec, streamDone } from '../docker/exec.js';
+import {
+  execExitCode,
+  FrameDemuxer,
+  feed,
+  KILL_GROUP,
+  runExec,
+  startExec,
+  streamDone,
+} from '../docker/exec.js';
 import { isRecord, readJson } from '../http/http-util.js';
 import { DaytonaHttpError } from './daytona-errors.js';
 import type { SandboxRecord } from './sandbox-registry.js';
-import { KILL_GROUP, type Session } from './sessions.js';
+import type { Session } from './sessions.js';
 
 /** A toolbox answer: a JSON body, or an empty 200. */
 export type ToolboxResult = { body: unknown } | undefined;

@@ -232,3 +232,6 @@ export async function streamStdout(
   }));
   return { chunks: chunks(), finished };
 }
+
+/** Kills the process group led by pid $1 (or the process alone); dash's kill takes no `--`. */
+export const KILL_GROUP = 'kill -KILL "-$1" 2>/dev/null || kill -KILL "$1"';

@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Docker from 'dockerode';
-import { HttpError, isRecord, readJson, sendEmpty, sendError, sendJson } from '../http/http-util.js';
+import {
+  HttpError,
+  isRecord,
+  readJson,
+  sendEmpty,
+  sendError,
+  sendJson,
+  stringMap as stringMapOf,
+} from '../http/http-util.js';
 import { DEFAULT_TIMEOUT_SECONDS, type SandboxRecord, type SandboxRegistry } from './sandbox-registry.js';
 
 /** What the REST control plane needs from the emulator. */
@@ -70,14 +78,7 @@ export async function handleControlPlane(
 }
 
 function stringMap(value: unknown, field: string): Record<string, string> {
-  if (value === undefined || value === null) return {};
-  if (!isRecord(value)) throw new HttpError(400, `${field} must be an object of strings`);
-  const out: Record<string, string> = {};
-  for (const [key, item] of Object.entries(value)) {
-    if (typeof item !== 'string') throw new HttpError(400, `${field}.${key} must be a string`);
-    out[key] = item;
-  }
-  return out;
+  return stringMapOf(value, field, (reason) => new HttpError(400, reason));
 }
 
 function timeoutSeconds(value: unknown): number {

@@ -1,9 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import Docker from 'dockerode';
 import { dockerMessage } from '../docker/exec.js';
+import { removeContainers } from '../docker/remove-containers.js';
 import { HttpError, sendError } from '../http/http-util.js';
+import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { type ControlPlaneContext, handleControlPlane } from './control-plane.js';
 import { SANDBOX_ID_HEADER } from './envd-access.js';
 import { loadEnvdDescriptors } from './envd-descriptors.js';
@@ -139,28 +140,13 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
     }
   };
   const server = createServer((request, response) => void handle(request, response));
-  // Uploads and command streams can take long; only idle keep-alive sockets time out.
-  server.requestTimeout = 0;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listenOnLoopback(server, options.port);
   const url = `http://127.0.0.1:${port}`;
   log(`e2b: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);
 
-  let closing: Promise<void> | undefined;
-  const close = (): Promise<void> => {
-    closing ??= new Promise<void>((resolve) => {
-      registry.close();
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-    return closing;
-  };
+  const close = serverCloser(server, () => {
+    registry.close();
+  });
   return {
     url,
     apiUrl: url,
@@ -178,8 +164,7 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
 /**
  * Removes the containers of emulated E2B sandboxes (label `ws.emulator=e2b`), of any emulator, running
  * or not: all of them, or only those of `instance`, and with `metadata` only those whose metadata holds
- * every given pair. Resolves
- * with the sandbox IDs removed.
+ * every given pair. Resolves with the sandbox IDs removed.
  */
 export async function removeEmulatorSandboxes(
   docker?: Docker | Docker.DockerOptions,
@@ -192,17 +177,5 @@ export async function removeEmulatorSandboxes(
       ([key, value]) => `${E2B_LABELS.metadataPrefix}${key}=${value}`,
     ),
   ];
-  const containers = await client.listContainers({ all: true, filters: { label } });
-  const removed: string[] = [];
-  for (const summary of containers) {
-    try {
-      await client.getContainer(summary.Id).remove({ force: true });
-      removed.push(summary.Labels?.[E2B_LABELS.sandboxId] ?? summary.Id);
-    } catch (error) {
-      // Gone already, or being removed (by a reaper) right now.
-      const status = (error as { statusCode?: number }).statusCode;
-      if (status !== 404 && status !== 409) throw error;
-    }
-  }
-  return removed;
+  return removeContainers(client, { label }, E2B_LABELS.sandboxId);
 }

@@ -1,6 +1,5 @@
 import type Docker from 'dockerode';
-import { dockerMessage } from '../docker/exec.js';
-import { firstFileOfTar, tarOneFile } from '../docker/tar.js';
+import { readStateFile, writeStateFile } from '../docker/state-file.js';
 
 /** Labels of an emulated E2B sandbox's container; the emulator's whole state survives in them. */
 export const E2B_LABELS = {
@@ -93,34 +92,21 @@ export function describedBy(summary: Docker.ContainerInfo): SandboxDescription |
 
 // Labels cannot change, so the end time that setTimeout/connect move is also kept in a small file in the
 // container (written through the archive API, which works on paused containers too).
-const STATE_DIR = '/run';
 const STATE_FILE = 'ws-e2b-emulator.json';
 
 /** Records a sandbox's current end time in its container; a failure is logged, not thrown. */
-export async function writeEndAt(
+export function writeEndAt(
   container: Docker.Container,
   endAt: Date,
   log: (line: string) => void,
 ): Promise<void> {
-  const content = Buffer.from(JSON.stringify({ endAt: endAt.toISOString() }));
-  try {
-    await container.putArchive(tarOneFile(STATE_FILE, content), { path: STATE_DIR });
-  } catch (error) {
-    log(`e2b: cannot record the end time in ${STATE_DIR}/${STATE_FILE}: ${dockerMessage(error)}`);
-  }
+  return writeStateFile(container, STATE_FILE, { endAt: endAt.toISOString() }, log);
 }
 
 /** The end time recorded in a container, if any. */
 export async function readEndAt(container: Docker.Container): Promise<Date | undefined> {
-  try {
-    const archive = await container.getArchive({ path: `${STATE_DIR}/${STATE_FILE}` });
-    const content = await firstFileOfTar(archive as unknown as AsyncIterable<Uint8Array>);
-    if (!content) return undefined;
-    const parsed = JSON.parse(content.toString('utf8')) as { endAt?: unknown };
-    return typeof parsed.endAt === 'string' ? dateOr(parsed.endAt, undefined) : undefined;
-  } catch {
-    return undefined;
-  }
+  const saved = await readStateFile(container, STATE_FILE);
+  return typeof saved?.endAt === 'string' ? dateOr(saved.endAt, undefined) : undefined;
 }
 
 function dateOr<T extends Date | undefined>(value: string | undefined, fallback: T): Date | T {

@@ -61,3 +61,40 @@ export async function readJson(request: IncomingMessage, limitBytes = 1 << 20): 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/** A JSON object parsed from `text`; anything else (no text, bad JSON, an array) is `{}`. */
+export function jsonRecord(text: string | undefined): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text ?? '{}') as unknown;
+    return isRecord(value) ? value : {};
+  } catch {
+    return {};
+  }
+}
+
+/** The string-valued entries of an object (anything else: none). */
+export function stringRecord(value: unknown): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (!isRecord(value)) return out;
+  for (const [key, item] of Object.entries(value)) if (typeof item === 'string') out[key] = item;
+  return out;
+}
+
+/**
+ * A request field that must be an object of strings (absent or null: `{}`); anything else throws
+ * `invalid(reason)`, the vendor's own bad-request error.
+ */
+export function stringMap(
+  value: unknown,
+  field: string,
+  invalid: (reason: string) => Error,
+): Record<string, string> {
+  if (value === undefined || value === null) return {};
+  if (!isRecord(value)) throw invalid(`${field} must be an object of strings`);
+  const out: Record<string, string> = {};
+  for (const [key, item] of Object.entries(value)) {
+    if (typeof item !== 'string') throw invalid(`${field}.${key} must be a string`);
+    out[key] = item;
+  }
+  return out;
+}

@@ -1,0 +1,207 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { listenOnLoopback, serverCloser } from '../http/serve.js';
+import { type ApiContext, handleRequest, handleUpgrade } from './api-server.js';
+import { execWebSocketServer } from './exec-websocket.js';
+import { NamespaceStore } from './namespaces.js';
+import { PodStore } from './pods.js';
+import { PvcStore } from './pvcs.js';
+import { k8sFilter, ResourceVersions } from './store-labels.js';
+
+export { K8S_LABELS } from './store-labels.js';
+
+/** Pod images of a default emulator: the workspace image of @ws/docker, as itself. */
+export const DEFAULT_K8S_IMAGES: Readonly<Record<string, string>> = {
+  'ws-workspace:bookworm': 'ws-workspace:bookworm',
+};
+
+export interface K8sEmulatorOptions {
+  /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
+  docker?: Docker | Docker.DockerOptions;
+  /** The only bearer token accepted; default: a random one. */
+  token?: string;
+  /**
+   * The name of this emulator's objects (`[a-z0-9_.-]`, up to 40): an emulator creates, takes over and
+   * removes only the pods, claims and namespaces of its instance. Default `default`.
+   */
+  instance?: string;
+  /** Pod image names → engine images, merged over {@link DEFAULT_K8S_IMAGES}; other names are used as is. */
+  images?: Readonly<Record<string, string>>;
+  /** Where to write the kubeconfig (mode 0600); default: a temporary file removed by `close()`. */
+  kubeconfigPath?: string;
+  /** Receives one line per lifecycle event and per request. */
+  onLog?: (line: string) => void;
+}
+
+/** `KubeConfig.loadFromOptions` input for the emulator (plain HTTP needs `skipTLSVerify`). */
+export interface K8sKubeConfigOptions {
+  clusters: { name: string; server: string; skipTLSVerify: boolean }[];
+  users: { name: string; token: string }[];
+  contexts: { name: string; cluster: string; user: string; namespace: string }[];
+  currentContext: string;
+}
+
+/** A running emulator. `close()` is idempotent and leaves the pods' containers and volumes in place. */
+export interface K8sEmulator extends AsyncDisposable {
+  /** The API server: `http://127.0.0.1:<port>`. */
+  url: string;
+  token: string;
+  /** A kubeconfig (YAML) naming the server, the token and context `ws-emulator`. */
+  kubeconfig: string;
+  /** The file holding {@link kubeconfig} (`KUBECONFIG`). */
+  kubeconfigPath: string;
+  /** `KUBECONFIG`, `K8S_API_URL` and `K8S_TOKEN` for a client. */
+  env: Record<string, string>;
+  loadKubeConfig(): K8sKubeConfigOptions;
+  close(): Promise<void>;
+}
+
+function dockerClient(docker: K8sEmulatorOptions['docker']): Docker {
+  return docker instanceof Docker ? docker : new Docker(docker);
+}
+
+function kubeconfigOf(options: K8sKubeConfigOptions): string {
+  const cluster = options.clusters[0]!;
+  const user = options.users[0]!;
+  const context = options.contexts[0]!;
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    `- name: ${cluster.name}`,
+    '  cluster:',
+    `    server: ${JSON.stringify(cluster.server)}`,
+    '    insecure-skip-tls-verify: true',
+    'users:',
+    `- name: ${user.name}`,
+    '  user:',
+    `    token: ${JSON.stringify(user.token)}`,
+    'contexts:',
+    `- name: ${context.name}`,
+    '  context:',
+    `    cluster: ${context.cluster}`,
+    `    user: ${context.user}`,
+    `    namespace: ${context.namespace}`,
+    `current-context: ${options.currentContext}`,
+    '',
+  ].join('\n');
+}
+
+/**
+ * Starts a Kubernetes API emulator on 127.0.0.1: namespaces, pods (Docker containers), PVCs (Docker
+ * named volumes) and pod exec over WebSocket (v5/v4 channel protocols), with bearer-token auth. Objects
+ * of an earlier emulator of the same instance are taken over. Rejects when the engine does not answer.
+ */
+export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promise<K8sEmulator> {
+  const log = options.onLog ?? (() => {});
+  const docker = dockerClient(options.docker);
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new Error(
+      `The Kubernetes emulator needs a Docker engine, and none answers: ${dockerMessage(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const instance = options.instance ?? 'default';
+  // Volume and container names embed the instance, so it keeps to what Docker names allow.
+  if (!/^[a-z0-9][a-z0-9_.-]{0,39}$/.test(instance))
+    throw new Error(
+      `The emulator instance must be 1 to 40 of a-z 0-9 _ . - (starting alphanumeric), not ${JSON.stringify(instance)}`,
+    );
+  const token = options.token ?? randomBytes(24).toString('base64url');
+  if (!/^\S+$/.test(token)) throw new Error('The emulator token must be non-empty and have no spaces');
+  const versions = new ResourceVersions();
+  const base = { docker, instance, versions, log };
+  const namespaces = new NamespaceStore(base);
+  let pods: PodStore | undefined;
+  const pvcs = new PvcStore({ ...base, inUse: (namespace, claim) => pods?.inUse(namespace, claim) ?? true });
+  pods = new PodStore({
+    ...base,
+    images: { ...DEFAULT_K8S_IMAGES, ...options.images },
+    pvcs,
+    onGone: () =>
+      void pvcs.reap().catch((error: unknown) => log(`k8s: reap failed: ${dockerMessage(error)}`)),
+  });
+  namespaces.pods = pods;
+  namespaces.pvcs = pvcs;
+  await namespaces.restore();
+  await pvcs.restore();
+  await pods.restore();
+  const webSockets = execWebSocketServer();
+  const context: ApiContext = { token, namespaces, pods, pvcs, versions, webSockets, log };
+  const server = createServer((request, response) => void handleRequest(context, request, response));
+  server.on('upgrade', (request, socket, head) => handleUpgrade(context, request, socket, head));
+  const url = `http://127.0.0.1:${await listenOnLoopback(server, options.port)}`;
+  const kubeOptions: K8sKubeConfigOptions = {
+    clusters: [{ name: 'ws-emulator', server: url, skipTLSVerify: true }],
+    users: [{ name: 'ws-emulator', token }],
+    contexts: [{ name: 'ws-emulator', cluster: 'ws-emulator', user: 'ws-emulator', namespace: 'default' }],
+    currentContext: 'ws-emulator',
+  };
+  const kubeconfig = kubeconfigOf(kubeOptions);
+  const ownDirectory = options.kubeconfigPath ? undefined : await mkdtemp(join(tmpdir(), 'ws-k8s-emulator-'));
+  const kubeconfigPath = options.kubeconfigPath ?? join(ownDirectory!, 'kubeconfig');
+  await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
+  log(`k8s: emulator listening on ${url} (instance ${instance}, kubeconfig ${kubeconfigPath})`);
+
+  const stop = serverCloser(server, () => {
+    pods.close();
+    for (const client of webSockets.clients) client.terminate();
+    webSockets.close();
+  });
+  const close = async (): Promise<void> => {
+    await stop();
+    if (ownDirectory) await rm(ownDirectory, { recursive: true, force: true });
+  };
+  return {
+    url,
+    token,
+    kubeconfig,
+    kubeconfigPath,
+    env: { KUBECONFIG: kubeconfigPath, K8S_API_URL: url, K8S_TOKEN: token },
+    loadKubeConfig: () => structuredClone(kubeOptions),
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * Removes the emulator's Docker objects (label `ws.emulator=k8s`): pod containers (forced), then PVC
+ * and namespace volumes; all of them, or only those of `instance`. Resolves with how many went.
+ */
+export async function removeK8sEmulatorObjects(
+  docker?: Docker | Docker.DockerOptions,
+  options: { instance?: string } = {},
+): Promise<{ containers: number; volumes: number }> {
+  const client = dockerClient(docker);
+  const removed = { containers: 0, volumes: 0 };
+  const containers = await client.listContainers({ all: true, filters: k8sFilter(options.instance) });
+  for (const summary of containers) {
+    try {
+      await client.getContainer(summary.Id).remove({ force: true, v: true });
+      removed.containers++;
+    } catch (error) {
+      if (dockerStatus(error) !== 404) throw error;
+    }
+  }
+  const { Volumes } = await client.listVolumes({ filters: k8sFilter(options.instance) });
+  for (const volume of Volumes ?? []) {
+    try {
+      await client.getVolume(volume.Name).remove();
+      removed.volumes++;
+    } catch (error) {
+      if (dockerStatus(error) !== 404) throw error;
+    }
+  }
+  return removed;
+}

@@ -1,0 +1,196 @@
+import type Docker from 'dockerode';
+import { isRecord } from '../http/http-util.js';
+import { invalid } from './status.js';
+
+/** Node name every emulated pod is scheduled on. */
+export const NODE_NAME = 'ws-emulator';
+
+const MEMORY_UNITS: Record<string, number> = {
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  Ki: 1024,
+  Mi: 1024 ** 2,
+  Gi: 1024 ** 3,
+  Ti: 1024 ** 4,
+};
+
+/** A CPU quantity (`500m`, `1`, `1.5`) in nano-CPUs, or undefined when it is not one. */
+export function parseCpu(quantity: unknown): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(m?)$/.exec(String(quantity ?? ''));
+  if (!match) return undefined;
+  const cores = Number(match[1]) / (match[2] === 'm' ? 1000 : 1);
+  return Math.round(cores * 1e9);
+}
+
+/** A memory quantity (`512Mi`, `1Gi`, `1G`, `1000`) in bytes, or undefined when it is not one. */
+export function parseMemory(quantity: unknown): number | undefined {
+  const match = /^(\d+(?:\.\d+)?)(|k|M|G|T|Ki|Mi|Gi|Ti)$/.exec(String(quantity ?? ''));
+  if (!match) return undefined;
+  return Math.round(Number(match[1]) * MEMORY_UNITS[match[2]!]!);
+}
+
+export interface PodMount {
+  claim?: string;
+  mountPath: string;
+  readOnly: boolean;
+}
+
+/** The first container of a pod spec, after checking the fields the emulator acts on (throws 422). */
+export function checkPodSpec(name: string, spec: Record<string, unknown>): Record<string, unknown> {
+  const fail = (field: string, problem: string) => invalid('Pod', name, field, problem);
+  const containers = spec.containers;
+  if (!Array.isArray(containers) || containers.length === 0) throw fail('spec.containers', 'Required value');
+  if (containers.length > 1)
+    throw fail('spec.containers', 'Too many: the emulator runs one container per pod (a Docker container)');
+  const container = containers[0] as unknown;
+  if (!isRecord(container)) throw fail('spec.containers[0]', 'Required value');
+  if (typeof container.name !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(container.name))
+    throw fail('spec.containers[0].name', `Invalid value: ${JSON.stringify(container.name)}`);
+  if (typeof container.image !== 'string' || container.image === '')
+    throw fail('spec.containers[0].image', 'Required value');
+  for (const field of ['command', 'args'] as const) {
+    const value = container[field];
+    if (value !== undefined && !(Array.isArray(value) && value.every((entry) => typeof entry === 'string')))
+      throw fail(`spec.containers[0].${field}`, 'must be a list of strings');
+  }
+  for (const entry of (container.env as unknown[] | undefined) ?? []) {
+    if (!isRecord(entry) || typeof entry.name !== 'string' || entry.name === '')
+      throw fail('spec.containers[0].env', 'every entry needs a name');
+    if (entry.valueFrom !== undefined)
+      throw fail('spec.containers[0].env', 'valueFrom is not supported by the emulator');
+  }
+  for (const context of [spec.securityContext, container.securityContext]) {
+    if (!isRecord(context)) continue;
+    if (context.privileged === true)
+      throw fail('securityContext.privileged', 'Forbidden: the emulator runs containers unprivileged');
+    const capabilities = isRecord(context.capabilities) ? context.capabilities : {};
+    if (Array.isArray(capabilities.add) && capabilities.add.length > 0)
+      throw fail(
+        'securityContext.capabilities.add',
+        'Forbidden: the emulator drops every capability (CapDrop ALL, no-new-privileges)',
+      );
+  }
+  const limits =
+    isRecord(container.resources) && isRecord(container.resources.limits) ? container.resources.limits : {};
+  if (limits.cpu !== undefined && parseCpu(limits.cpu) === undefined)
+    throw fail('spec.containers[0].resources.limits[cpu]', `Invalid value: ${JSON.stringify(limits.cpu)}`);
+  if (limits.memory !== undefined && parseMemory(limits.memory) === undefined)
+    throw fail(
+      'spec.containers[0].resources.limits[memory]',
+      `Invalid value: ${JSON.stringify(limits.memory)}`,
+    );
+  podMounts(name, spec, container);
+  return container;
+}
+
+/** The volume mounts of a pod's container, each resolved to its claim (emptyDir: no claim). */
+export function podMounts(
+  name: string,
+  spec: Record<string, unknown>,
+  container: Record<string, unknown>,
+): PodMount[] {
+  const volumes = new Map<string, Record<string, unknown>>();
+  for (const volume of (spec.volumes as unknown[] | undefined) ?? []) {
+    if (!isRecord(volume) || typeof volume.name !== 'string')
+      throw invalid('Pod', name, 'spec.volumes', 'every volume needs a name');
+    volumes.set(volume.name, volume);
+  }
+  return ((container.volumeMounts as unknown[] | undefined) ?? []).map((mount, index) => {
+    const field = `spec.containers[0].volumeMounts[${index}]`;
+    if (!isRecord(mount) || typeof mount.name !== 'string' || typeof mount.mountPath !== 'string')
+      throw invalid('Pod', name, field, 'name and mountPath are required');
+    const volume = volumes.get(mount.name);
+    if (!volume) throw invalid('Pod', name, `${field}.name`, `Not found: ${JSON.stringify(mount.name)}`);
+    const readOnly = mount.readOnly === true;
+    if (isRecord(volume.persistentVolumeClaim) && typeof volume.persistentVolumeClaim.claimName === 'string')
+      return { claim: volume.persistentVolumeClaim.claimName, mountPath: mount.mountPath, readOnly };
+    if (isRecord(volume.emptyDir)) return { mountPath: mount.mountPath, readOnly };
+    throw invalid(
+      'Pod',
+      name,
+      `spec.volumes[${mount.name}]`,
+      'Unsupported: the emulator mounts persistentVolumeClaim and emptyDir volumes only',
+    );
+  });
+}
+
+/** Names of the PVCs a pod mounts. */
+export function claimsOf(spec: Record<string, unknown>): string[] {
+  return ((spec.volumes as unknown[] | undefined) ?? []).flatMap((volume) =>
+    isRecord(volume) &&
+    isRecord(volume.persistentVolumeClaim) &&
+    typeof volume.persistentVolumeClaim.claimName === 'string'
+      ? [volume.persistentVolumeClaim.claimName]
+      : [],
+  );
+}
+
+function userOf(spec: Record<string, unknown>, container: Record<string, unknown>): string | undefined {
+  const pod = isRecord(spec.securityContext) ? spec.securityContext : {};
+  const own = isRecord(container.securityContext) ? container.securityContext : {};
+  const user = own.runAsUser ?? pod.runAsUser;
+  const group = own.runAsGroup ?? pod.runAsGroup;
+  if (typeof user !== 'number') return typeof group === 'number' ? `0:${group}` : undefined;
+  return typeof group === 'number' ? `${user}:${group}` : String(user);
+}
+
+const RESTART_POLICIES: Record<string, string> = { Always: 'always', OnFailure: 'on-failure', Never: 'no' };
+
+/** Docker create options of a pod's container (not started): no capabilities, the limits, the mounts. */
+export function containerOptions(input: {
+  name: string;
+  hostname: string;
+  image: string;
+  spec: Record<string, unknown>;
+  container: Record<string, unknown>;
+  volumes: ReadonlyMap<string, string>;
+  labels: Record<string, string>;
+}): Docker.ContainerCreateOptions {
+  const { spec, container } = input;
+  const limits =
+    isRecord(container.resources) && isRecord(container.resources.limits) ? container.resources.limits : {};
+  const env = ((container.env as Record<string, unknown>[] | undefined) ?? []).map(
+    (entry) => `${entry.name}=${typeof entry.value === 'string' ? entry.value : ''}`,
+  );
+  const user = userOf(spec, container);
+  const podContext = isRecord(spec.securityContext) ? spec.securityContext : {};
+  const mounts = podMounts(input.hostname, spec, container).map((mount) =>
+    mount.claim !== undefined
+      ? {
+          Type: 'volume' as const,
+          Source: input.volumes.get(mount.claim)!,
+          Target: mount.mountPath,
+          ReadOnly: mount.readOnly,
+        }
+      : { Type: 'volume' as const, Source: '', Target: mount.mountPath, ReadOnly: mount.readOnly },
+  );
+  const cpu = parseCpu(limits.cpu);
+  const memory = parseMemory(limits.memory);
+  return {
+    name: input.name,
+    Image: input.image,
+    ...(Array.isArray(container.command) ? { Entrypoint: container.command as string[] } : {}),
+    ...(Array.isArray(container.args) ? { Cmd: container.args as string[] } : {}),
+    // A pod that gives a command but no args runs it without the image's CMD, as the kubelet does.
+    ...(Array.isArray(container.command) && !Array.isArray(container.args) ? { Cmd: [] } : {}),
+    Env: env,
+    ...(typeof container.workingDir === 'string' ? { WorkingDir: container.workingDir } : {}),
+    ...(user !== undefined ? { User: user } : {}),
+    Hostname: input.hostname.slice(0, 63),
+    Labels: input.labels,
+    Tty: false,
+    HostConfig: {
+      Init: true,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      Mounts: mounts,
+      RestartPolicy: { Name: RESTART_POLICIES[String(spec.restartPolicy ?? 'Always')] ?? 'always' },
+      ...(cpu !== undefined ? { NanoCpus: cpu } : {}),
+      ...(memory !== undefined ? { Memory: memory } : {}),
+      ...(typeof podContext.fsGroup === 'number' ? { GroupAdd: [String(podContext.fsGroup)] } : {}),
+    },
+  };
+}

@@ -1,0 +1,375 @@
+import { EventEmitter } from 'node:events';
+import type Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { isRecord } from '../http/http-util.js';
+import { checkPodSpec, claimsOf, containerOptions, NODE_NAME, podMounts } from './pod-container.js';
+import type { PvcStore } from './pvcs.js';
+import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
+import {
+  k8sFilter,
+  newMetadata,
+  type ObjectMeta,
+  type ResourceVersions,
+  readStored,
+  storeLabels,
+  timestamp,
+  Versioned,
+} from './store-labels.js';
+
+/** How long after `ErrImagePull` a pod reports `ImagePullBackOff`, in ms. */
+const BACK_OFF_MS = 1000;
+/** How often a pod waiting for its claims checks again, in ms. */
+const RETRY_MS = 250;
+
+interface PodRecord {
+  metadata: ObjectMeta;
+  spec: Record<string, unknown>;
+  container?: Docker.Container;
+  /** Why the container is not there (yet): `ContainerCreating`, `ErrImagePull`, `CreateContainerError`. */
+  waiting?: { reason: string; message?: string; since: number };
+  /** Creating the container; deletion waits for it. */
+  starting?: Promise<void>;
+  deleting?: Promise<void>;
+  version: Versioned;
+}
+
+export interface PodStoreOptions {
+  docker: Docker;
+  instance: string;
+  versions: ResourceVersions;
+  log: (line: string) => void;
+  /** Image names of pod specs → engine images; other names are used as they are. */
+  images: Readonly<Record<string, string>>;
+  pvcs: PvcStore;
+  /** Called once a pod is gone (so deleted claims it held can go). */
+  onGone: () => void;
+}
+
+/** A change the store made itself (a watch also polls for the ones the engine makes). */
+export type PodEvent = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Record<string, unknown>) => void;
+
+/** Pods, each backed by one Docker container labelled with the instance. */
+export class PodStore {
+  private readonly events = new EventEmitter();
+  private readonly records = new Map<string, PodRecord>();
+  private closed = false;
+
+  constructor(private readonly options: PodStoreOptions) {
+    this.events.setMaxListeners(0);
+  }
+
+  /** Calls `listener` on every change the store makes; returns the unsubscribe function. */
+  subscribe(listener: PodEvent): () => void {
+    this.events.on('pod', listener);
+    return () => this.events.off('pod', listener);
+  }
+
+  private async announce(type: 'ADDED' | 'MODIFIED', record: PodRecord): Promise<Record<string, unknown>> {
+    const pod = await this.render(record);
+    this.events.emit('pod', type, pod);
+    return pod;
+  }
+
+  /** Takes over the pods of an earlier emulator of the same instance. */
+  async restore(): Promise<void> {
+    const containers = await this.options.docker.listContainers({
+      all: true,
+      filters: k8sFilter(this.options.instance, 'pod'),
+    });
+    for (const summary of containers) {
+      const stored = readStored(summary.Labels);
+      if (!stored?.metadata.namespace) continue;
+      this.records.set(key(stored.metadata.namespace, stored.metadata.name), {
+        metadata: stored.metadata,
+        spec: stored.spec,
+        container: this.options.docker.getContainer(summary.Id),
+        version: new Versioned(this.options.versions),
+      });
+    }
+  }
+
+  create(namespace: string, body: unknown): Promise<Record<string, unknown>> {
+    if (!isRecord(body) || !isRecord(body.spec))
+      throw badRequest('the request body must be a Pod object with a spec');
+    const metadata = newMetadata(isRecord(body.metadata) ? body.metadata : {}, namespace);
+    checkName('Pod', metadata.name);
+    const spec = { ...body.spec };
+    checkPodSpec(metadata.name, spec);
+    if (this.records.has(key(namespace, metadata.name))) throw alreadyExists('pods', metadata.name);
+    spec.restartPolicy ??= 'Always';
+    spec.terminationGracePeriodSeconds ??= 30;
+    spec.dnsPolicy ??= 'ClusterFirst';
+    spec.schedulerName ??= 'default-scheduler';
+    spec.serviceAccountName ??= 'default';
+    spec.nodeName = NODE_NAME;
+    const record: PodRecord = {
+      metadata,
+      spec,
+      waiting: { reason: 'ContainerCreating', since: Date.now() },
+      version: new Versioned(this.options.versions),
+    };
+    this.records.set(key(namespace, metadata.name), record);
+    const added = this.announce('ADDED', record);
+    record.starting = added
+      .then(() => this.start(record))
+      .finally(() => this.announce('MODIFIED', record).catch(() => {}));
+    this.options.log(`k8s: pod ${namespace}/${metadata.name} created`);
+    return added;
+  }
+
+  private async start(record: PodRecord): Promise<void> {
+    const { namespace, name } = record.metadata as ObjectMeta & { namespace: string };
+    const container = checkPodSpec(name, record.spec);
+    const requested = container.image as string;
+    const image = this.options.images[requested] ?? requested;
+    try {
+      await this.options.docker.getImage(image).inspect();
+    } catch {
+      record.waiting = {
+        reason: 'ErrImagePull',
+        message: `Failed to pull image "${requested}": the emulator does not pull images, and the Docker engine has no image "${image}"`,
+        since: Date.now(),
+      };
+      this.options.log(`k8s: pod ${namespace}/${name}: no image ${image}`);
+      return;
+    }
+    const volumes = new Map<string, string>();
+    for (;;) {
+      const problems: string[] = [];
+      for (const mount of podMounts(name, record.spec, container)) {
+        if (mount.claim === undefined) continue;
+        const found = this.options.pvcs.volumeFor(namespace, mount.claim);
+        if ('volume' in found) volumes.set(mount.claim, found.volume);
+        else problems.push(found.problem);
+      }
+      if (problems.length === 0) break;
+      record.waiting = { reason: 'ContainerCreating', message: problems.join('; '), since: Date.now() };
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      if (this.closed || record.metadata.deletionTimestamp) return;
+    }
+    try {
+      const created = await this.options.docker.createContainer(
+        containerOptions({
+          name: `ws-k8s-${this.options.instance}-${record.metadata.uid}`,
+          hostname: name,
+          image,
+          spec: record.spec,
+          container,
+          volumes,
+          labels: storeLabels(this.options.instance, {
+            kind: 'pod',
+            metadata: record.metadata,
+            spec: record.spec,
+          }),
+        }),
+      );
+      record.container = created;
+      await created.start();
+      record.waiting = undefined;
+      this.options.log(`k8s: pod ${namespace}/${name} running in container ${created.id.slice(0, 12)}`);
+    } catch (error) {
+      record.waiting = { reason: 'CreateContainerError', message: dockerMessage(error), since: Date.now() };
+      this.options.log(`k8s: pod ${namespace}/${name} cannot start: ${dockerMessage(error)}`);
+    }
+  }
+
+  get(namespace: string, name: string): PodRecord {
+    const record = this.records.get(key(namespace, name));
+    if (!record) throw notFound('pods', name);
+    return record;
+  }
+
+  read(namespace: string, name: string): Promise<Record<string, unknown>> {
+    return this.render(this.get(namespace, name));
+  }
+
+  async list(
+    namespace: string | undefined,
+    accept: (pod: Record<string, unknown>) => boolean,
+  ): Promise<Record<string, unknown>[]> {
+    const records = [...this.records.values()].filter(
+      (record) => namespace === undefined || record.metadata.namespace === namespace,
+    );
+    const pods = await Promise.all(records.map((record) => this.render(record)));
+    return pods.filter(accept);
+  }
+
+  names(namespace: string): string[] {
+    return [...this.records.values()]
+      .filter((record) => record.metadata.namespace === namespace)
+      .map((record) => record.metadata.name);
+  }
+
+  /** Whether a pod that is not gone yet mounts the claim. */
+  inUse(namespace: string, claim: string): boolean {
+    return [...this.records.values()].some(
+      (record) => record.metadata.namespace === namespace && claimsOf(record.spec).includes(claim),
+    );
+  }
+
+  /**
+   * Marks the pod terminating and stops and removes its container in the background (SIGTERM, then
+   * SIGKILL after the grace period). Resolves with the pod as it is now.
+   */
+  async delete(
+    namespace: string,
+    name: string,
+    gracePeriodSeconds?: number,
+  ): Promise<Record<string, unknown>> {
+    const record = this.get(namespace, name);
+    const grace = Math.max(
+      0,
+      Math.floor(gracePeriodSeconds ?? Number(record.spec.terminationGracePeriodSeconds ?? 30)),
+    );
+    if (!record.metadata.deletionTimestamp) {
+      record.metadata.deletionTimestamp = timestamp(new Date(Date.now() + grace * 1000));
+      record.metadata.deletionGracePeriodSeconds = grace;
+      record.deleting = this.remove(record, grace);
+      return this.announce('MODIFIED', record);
+    }
+    return this.render(record);
+  }
+
+  private async remove(record: PodRecord, grace: number): Promise<void> {
+    await record.starting?.catch(() => {});
+    const last = await this.render(record).catch(() => undefined);
+    const container = record.container;
+    if (container) {
+      try {
+        await container.stop({ t: grace });
+      } catch (error) {
+        const status = dockerStatus(error);
+        if (status !== 304 && status !== 404) this.options.log(`k8s: stop failed: ${dockerMessage(error)}`);
+      }
+      try {
+        await container.remove({ force: true, v: true });
+      } catch (error) {
+        if (dockerStatus(error) !== 404) this.options.log(`k8s: remove failed: ${dockerMessage(error)}`);
+      }
+    }
+    const recordKey = key(record.metadata.namespace!, record.metadata.name);
+    if (this.records.get(recordKey) === record) this.records.delete(recordKey);
+    this.options.log(`k8s: pod ${recordKey} deleted`);
+    if (last) this.events.emit('pod', 'DELETED', last);
+    this.options.onGone();
+  }
+
+  /** The running container of a pod for exec; 400 when there is none (as the API server answers). */
+  async runningContainer(
+    namespace: string,
+    name: string,
+    containerName: string | null,
+  ): Promise<Docker.Container> {
+    const record = this.get(namespace, name);
+    const own = (record.spec.containers as Record<string, unknown>[])[0]!.name as string;
+    if (containerName && containerName !== own)
+      throw badRequest(`container ${containerName} is not valid for pod ${name}`);
+    const info = await record.container?.inspect().catch(() => undefined);
+    if (!record.container || !info?.State.Running)
+      throw new K8sError(400, 'BadRequest', `unable to upgrade connection: container not found ("${own}")`);
+    return record.container;
+  }
+
+  close(): void {
+    this.closed = true;
+  }
+
+  private async render(record: PodRecord): Promise<Record<string, unknown>> {
+    const status = await this.status(record);
+    const resourceVersion = record.version.observe([status, record.metadata.deletionTimestamp]);
+    return {
+      kind: 'Pod',
+      apiVersion: 'v1',
+      metadata: { ...record.metadata, resourceVersion },
+      spec: record.spec,
+      status,
+    };
+  }
+
+  private async status(record: PodRecord): Promise<Record<string, unknown>> {
+    const container = (record.spec.containers as Record<string, unknown>[])[0]!;
+    const base = {
+      name: container.name,
+      image: container.image,
+      imageID: '',
+      restartCount: 0,
+      lastState: {},
+    };
+    const scheduled = condition('PodScheduled', true, record.metadata.creationTimestamp);
+    const info = record.container ? await record.container.inspect().catch(() => undefined) : undefined;
+    if (!info) {
+      let waiting = record.waiting ?? { reason: 'ContainerCreating', since: Date.now() };
+      if (waiting.reason === 'ErrImagePull' && Date.now() - waiting.since >= BACK_OFF_MS)
+        waiting = {
+          ...waiting,
+          reason: 'ImagePullBackOff',
+          message: `Back-off pulling image "${container.image}"`,
+        };
+      const { since: _since, ...state } = waiting;
+      return {
+        phase: 'Pending',
+        conditions: [
+          scheduled,
+          condition('Ready', false, record.metadata.creationTimestamp, 'ContainersNotReady'),
+        ],
+        hostIP: '127.0.0.1',
+        startTime: record.metadata.creationTimestamp,
+        qosClass: 'BestEffort',
+        containerStatuses: [{ ...base, ready: false, started: false, state: { waiting: state } }],
+      };
+    }
+    const startedAt = trimTime(info.State.StartedAt);
+    const running = info.State.Running && !info.State.Restarting;
+    let phase = 'Running';
+    let state: Record<string, unknown>;
+    if (running) state = { running: { startedAt } };
+    else if (info.State.Restarting)
+      state = { waiting: { reason: 'CrashLoopBackOff', message: 'back-off restarting failed container' } };
+    else {
+      const exitCode = info.State.ExitCode;
+      phase = exitCode === 0 ? 'Succeeded' : 'Failed';
+      state = {
+        terminated: {
+          exitCode,
+          reason: exitCode === 0 ? 'Completed' : 'Error',
+          startedAt,
+          finishedAt: trimTime(info.State.FinishedAt),
+          containerID: `docker://${info.Id}`,
+        },
+      };
+    }
+    return {
+      phase,
+      conditions: [
+        scheduled,
+        condition('Ready', running, startedAt, running ? undefined : 'ContainersNotReady'),
+      ],
+      hostIP: '127.0.0.1',
+      startTime: record.metadata.creationTimestamp,
+      qosClass: 'BestEffort',
+      containerStatuses: [
+        {
+          ...base,
+          imageID: info.Image,
+          containerID: `docker://${info.Id}`,
+          ready: running,
+          started: running,
+          restartCount: info.RestartCount ?? 0,
+          state,
+        },
+      ],
+    };
+  }
+}
+
+function condition(type: string, ok: boolean, at: string, reason?: string): Record<string, unknown> {
+  return { type, status: ok ? 'True' : 'False', lastTransitionTime: at, ...(reason ? { reason } : {}) };
+}
+
+function trimTime(time: string): string {
+  return time.replace(/\.\d+Z$/, 'Z');
+}
+
+function key(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}

@@ -1,0 +1,185 @@
+import type Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { isRecord } from '../http/http-util.js';
+import { alreadyExists, badRequest, checkName, invalid, notFound } from './status.js';
+import {
+  k8sFilter,
+  newMetadata,
+  type ObjectMeta,
+  type ResourceVersions,
+  readStored,
+  storeLabels,
+  timestamp,
+  Versioned,
+} from './store-labels.js';
+
+/** How long a new claim stays `Pending` before it is `Bound`, in ms. */
+const BIND_DELAY_MS = 200;
+const PROTECTION = 'kubernetes.io/pvc-protection';
+
+interface PvcRecord {
+  metadata: ObjectMeta;
+  spec: Record<string, unknown>;
+  volumeName: string;
+  boundAt: number;
+  version: Versioned;
+}
+
+export interface PvcStoreOptions {
+  docker: Docker;
+  instance: string;
+  versions: ResourceVersions;
+  log: (line: string) => void;
+  /** Whether a pod that is not gone yet mounts the claim (pvc-protection). */
+  inUse: (namespace: string, claim: string) => boolean;
+}
+
+/** The Docker volume of a claim (per uid, so a re-created claim starts empty, as a new PV would). */
+function volumeNameOf(instance: string, uid: string): string {
+  return `ws-k8s-${instance}-pvc-${uid}`;
+}
+
+/** PersistentVolumeClaims backed by Docker named volumes labelled with the instance. */
+export class PvcStore {
+  private readonly records = new Map<string, PvcRecord>();
+
+  constructor(private readonly options: PvcStoreOptions) {}
+
+  /** Takes over the claims of an earlier emulator of the same instance. */
+  async restore(): Promise<void> {
+    const { Volumes } = await this.options.docker.listVolumes({
+      filters: k8sFilter(this.options.instance, 'pvc'),
+    });
+    for (const volume of Volumes ?? []) {
+      const stored = readStored(volume.Labels);
+      if (!stored?.metadata.namespace) continue;
+      this.records.set(key(stored.metadata.namespace, stored.metadata.name), {
+        metadata: stored.metadata,
+        spec: stored.spec,
+        volumeName: volume.Name,
+        boundAt: 0,
+        version: new Versioned(this.options.versions),
+      });
+    }
+  }
+
+  async create(namespace: string, body: unknown): Promise<Record<string, unknown>> {
+    if (!isRecord(body)) throw badRequest('the request body must be a PersistentVolumeClaim object');
+    const metadata = newMetadata(isRecord(body.metadata) ? body.metadata : {}, namespace);
+    checkName('PersistentVolumeClaim', metadata.name);
+    if (this.records.has(key(namespace, metadata.name)))
+      throw alreadyExists('persistentvolumeclaims', metadata.name);
+    const spec = isRecord(body.spec) ? { ...body.spec } : {};
+    if (!Array.isArray(spec.accessModes) || spec.accessModes.length === 0)
+      throw invalid('PersistentVolumeClaim', metadata.name, 'spec.accessModes', 'Required value');
+    const requests =
+      isRecord(spec.resources) && isRecord(spec.resources.requests) ? spec.resources.requests : {};
+    if (typeof requests.storage !== 'string')
+      throw invalid('PersistentVolumeClaim', metadata.name, 'spec.resources[storage]', 'Required value');
+    spec.storageClassName ??= 'standard';
+    spec.volumeMode ??= 'Filesystem';
+    metadata.finalizers = [PROTECTION];
+    const volumeName = volumeNameOf(this.options.instance, metadata.uid);
+    await this.options.docker.createVolume({
+      Name: volumeName,
+      Labels: storeLabels(this.options.instance, { kind: 'pvc', metadata, spec }),
+    });
+    const record: PvcRecord = {
+      metadata,
+      spec,
+      volumeName,
+      boundAt: Date.now() + BIND_DELAY_MS,
+      version: new Versioned(this.options.versions),
+    };
+    this.records.set(key(namespace, metadata.name), record);
+    this.options.log(`k8s: pvc ${namespace}/${metadata.name} created (volume ${volumeName})`);
+    return this.render(record);
+  }
+
+  /** The record of a claim, or a 404. */
+  get(namespace: string, name: string): PvcRecord {
+    const record = this.records.get(key(namespace, name));
+    if (!record) throw notFound('persistentvolumeclaims', name);
+    return record;
+  }
+
+  /** The Docker volume of a bound claim that is not being deleted, or why a pod cannot mount it. */
+  volumeFor(namespace: string, claim: string): { volume: string } | { problem: string } {
+    const record = this.records.get(key(namespace, claim));
+    if (!record) return { problem: `persistentvolumeclaim "${claim}" not found` };
+    if (record.metadata.deletionTimestamp)
+      return { problem: `persistentvolumeclaim "${claim}" is being deleted` };
+    if (Date.now() < record.boundAt) return { problem: `pod has unbound immediate PersistentVolumeClaims` };
+    return { volume: record.volumeName };
+  }
+
+  read(namespace: string, name: string): Record<string, unknown> {
+    return this.render(this.get(namespace, name));
+  }
+
+  list(namespace: string | undefined, accept: (metadata: ObjectMeta) => boolean): Record<string, unknown>[] {
+    return [...this.records.values()]
+      .filter((record) => namespace === undefined || record.metadata.namespace === namespace)
+      .filter((record) => accept(record.metadata))
+      .map((record) => this.render(record));
+  }
+
+  names(namespace: string): string[] {
+    return [...this.records.values()]
+      .filter((record) => record.metadata.namespace === namespace)
+      .map((record) => record.metadata.name);
+  }
+
+  /** Marks the claim deleted; its volume goes once no pod uses it. Resolves with the object. */
+  async delete(namespace: string, name: string): Promise<Record<string, unknown>> {
+    const record = this.get(namespace, name);
+    record.metadata.deletionTimestamp ??= timestamp();
+    record.metadata.deletionGracePeriodSeconds = 0;
+    const rendered = this.render(record);
+    await this.reap();
+    return rendered;
+  }
+
+  /** Removes the volumes of deleted claims that no pod uses any more. */
+  async reap(): Promise<void> {
+    for (const [recordKey, record] of this.records) {
+      const namespace = record.metadata.namespace!;
+      if (!record.metadata.deletionTimestamp || this.options.inUse(namespace, record.metadata.name)) continue;
+      try {
+        await this.options.docker.getVolume(record.volumeName).remove();
+      } catch (error) {
+        if (dockerStatus(error) !== 404) {
+          this.options.log(`k8s: cannot remove volume ${record.volumeName} yet: ${dockerMessage(error)}`);
+          continue;
+        }
+      }
+      if (this.records.get(recordKey) === record) this.records.delete(recordKey);
+      this.options.log(`k8s: pvc ${namespace}/${record.metadata.name} deleted`);
+    }
+  }
+
+  private render(record: PvcRecord): Record<string, unknown> {
+    const bound = Date.now() >= record.boundAt;
+    const requests = isRecord(record.spec.resources) ? record.spec.resources.requests : undefined;
+    const status = bound
+      ? {
+          phase: 'Bound',
+          accessModes: record.spec.accessModes,
+          capacity: isRecord(requests) ? { storage: requests.storage } : {},
+        }
+      : { phase: 'Pending' };
+    const spec = bound ? { ...record.spec, volumeName: `pvc-${record.metadata.uid}` } : record.spec;
+    const resourceVersion = record.version.observe([status, record.metadata.deletionTimestamp]);
+    return {
+      kind: 'PersistentVolumeClaim',
+      apiVersion: 'v1',
+      metadata: { ...record.metadata, resourceVersion },
+      spec,
+      status,
+    };
+  }
+}
+
+function key(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}

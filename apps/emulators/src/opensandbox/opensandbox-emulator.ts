@@ -1,0 +1,202 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { removeContainers } from '../docker/remove-containers.js';
+import { listenOnLoopback, serverCloser } from '../http/serve.js';
+import { notFound, OpenSandboxHttpError, requestId, sendOpenSandboxError } from './errors.js';
+import { handleExecd } from './execd.js';
+import { OPENSANDBOX_LABELS, openSandboxFilter } from './labels.js';
+import { handleLifecycle, type LifecycleContext } from './lifecycle.js';
+import { SandboxRegistry } from './sandbox-registry.js';
+
+export { OPENSANDBOX_LABELS } from './labels.js';
+
+/** Image URIs a default emulator maps: `ws-workspace` is the workspace image of @ws/docker. */
+export const DEFAULT_OPENSANDBOX_IMAGES: Readonly<Record<string, string>> = {
+  'ws-workspace': 'ws-workspace:bookworm',
+};
+
+/** The API key in `env` when `apiKeys` does not name one. */
+export const DEFAULT_OPENSANDBOX_API_KEY = 'opensandbox_emulator';
+
+/** The header OpenSandbox reads the API key from, on the lifecycle API and on execd. */
+export const OPENSANDBOX_API_KEY_HEADER = 'open-sandbox-api-key';
+
+export interface OpenSandboxEmulatorOptions {
+  /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
+  port?: number;
+  /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
+  docker?: Docker | Docker.DockerOptions;
+  /** The only `OPEN-SANDBOX-API-KEY` values accepted; default: any non-empty key. */
+  apiKeys?: readonly string[];
+  /**
+   * Image URI → local image, merged over {@link DEFAULT_OPENSANDBOX_IMAGES}. A URI that is not here but
+   * names an image the engine has also works; the emulator pulls nothing.
+   */
+  images?: Readonly<Record<string, string>>;
+  /**
+   * The name of this emulator's sandboxes (`[A-Za-z0-9_.-]`, up to 64): an emulator creates, takes over
+   * and ends only the containers of its instance. Default `default`.
+   */
+  instance?: string;
+  /** How long `Pending`, `Pausing` and `Resuming` last at least, in ms (default 300). */
+  transitionMs?: number;
+  /** Receives one line per lifecycle event and per request. */
+  onLog?: (line: string) => void;
+}
+
+/** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */
+export interface OpenSandboxEmulator extends AsyncDisposable {
+  /** The SDK's `domain` (`OPEN_SANDBOX_DOMAIN`): `http://127.0.0.1:<port>`. */
+  url: string;
+  /** A key the emulator accepts. */
+  apiKey: string;
+  /** `OPEN_SANDBOX_DOMAIN` and `OPEN_SANDBOX_API_KEY` for the SDK. */
+  env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+function dockerClient(docker: OpenSandboxEmulatorOptions['docker']): Docker {
+  return docker instanceof Docker ? docker : new Docker(docker);
+}
+
+type Target =
+  | { kind: 'lifecycle'; path: string }
+  | { kind: 'execd' | 'egress'; sandboxId: string; path: string }
+  | undefined;
+
+function targetOf(pathname: string): Target {
+  if (pathname === '/v1' || pathname.startsWith('/v1/'))
+    return { kind: 'lifecycle', path: pathname.slice(3) || '/' };
+  const sandbox = /^\/(execd|egress)\/([^/]+)(\/.*)?$/.exec(pathname);
+  if (!sandbox) return undefined;
+  try {
+    return {
+      kind: sandbox[1] as 'execd' | 'egress',
+      sandboxId: decodeURIComponent(sandbox[2]!),
+      path: sandbox[3] ?? '/',
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts an OpenSandbox emulator on 127.0.0.1: the lifecycle API under `/v1` (what the SDK's `domain`
+ * names) and each sandbox's execd under `/execd/<sandboxId>` (the endpoint of port 44772), on one port.
+ * Sandboxes are Docker containers labelled `ws.emulator=opensandbox` and with the emulator's instance;
+ * the sandboxes of an earlier emulator of the same instance are taken over. Rejects when the engine does
+ * not answer.
+ */
+export async function startOpenSandboxEmulator(
+  options: OpenSandboxEmulatorOptions = {},
+): Promise<OpenSandboxEmulator> {
+  const log = options.onLog ?? (() => {});
+  const docker = dockerClient(options.docker);
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new Error(
+      `The OpenSandbox emulator needs a Docker engine, and none answers: ${dockerMessage(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const instance = options.instance ?? 'default';
+  if (!/^[A-Za-z0-9_.-]{1,64}$/.test(instance))
+    throw new Error(
+      `The emulator instance must be 1 to 64 of A-Z a-z 0-9 _ . -, not ${JSON.stringify(instance)}`,
+    );
+  const apiKeys = options.apiKeys ? new Set(options.apiKeys) : undefined;
+  const authorized = (request: IncomingMessage) => {
+    const key = request.headers[OPENSANDBOX_API_KEY_HEADER];
+    return typeof key === 'string' && key !== '' && (apiKeys === undefined || apiKeys.has(key));
+  };
+  const registry = new SandboxRegistry({ docker, instance, log, transitionMs: options.transitionMs ?? 300 });
+  await registry.restore();
+  const context: LifecycleContext = {
+    registry,
+    docker,
+    images: { ...DEFAULT_OPENSANDBOX_IMAGES, ...options.images },
+    host: '', // set once the port is known
+  };
+
+  const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const started = Date.now();
+    const incoming = request.headers['x-request-id'];
+    response.setHeader(
+      'x-request-id',
+      typeof incoming === 'string' && incoming !== '' ? incoming : requestId(),
+    );
+    response.once('finish', () =>
+      log(`${request.method} ${request.url} ${response.statusCode} ${Date.now() - started}ms`),
+    );
+    const url = new URL(request.url ?? '/', 'http://emulator');
+    try {
+      const target = targetOf(url.pathname);
+      if (!target) throw notFound(`Cannot ${request.method} ${url.pathname}`);
+      if (!authorized(request))
+        throw new OpenSandboxHttpError(
+          401,
+          'UNAUTHORIZED',
+          `missing or invalid ${OPENSANDBOX_API_KEY_HEADER} header`,
+        );
+      if (target.kind === 'lifecycle') {
+        await handleLifecycle(context, request, response, target.path, url.searchParams);
+        return;
+      }
+      const record = registry.require(target.sandboxId);
+      if (target.kind === 'egress')
+        throw new OpenSandboxHttpError(501, 'NOT_IMPLEMENTED', 'the emulator runs no egress sidecar');
+      await handleExecd(record, request, response, target.path, url.searchParams);
+    } catch (error) {
+      request.resume();
+      const known =
+        error instanceof OpenSandboxHttpError
+          ? error
+          : new OpenSandboxHttpError(
+              dockerStatus(error) === 409 ? 409 : 500,
+              'INTERNAL_ERROR',
+              dockerMessage(error),
+            );
+      if (!(error instanceof OpenSandboxHttpError))
+        log(`${request.method} ${request.url} failed: ${known.message}`);
+      sendOpenSandboxError(response, known);
+    }
+  };
+
+  const server = createServer((request, response) => void handle(request, response));
+  const port = await listenOnLoopback(server, options.port);
+  context.host = `127.0.0.1:${port}`;
+  const url = `http://${context.host}`;
+  const apiKey = options.apiKeys?.[0] ?? DEFAULT_OPENSANDBOX_API_KEY;
+  log(`opensandbox: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);
+
+  const close = serverCloser(server, () => {
+    registry.close();
+  });
+  return {
+    url,
+    apiKey,
+    env: { OPEN_SANDBOX_DOMAIN: url, OPEN_SANDBOX_API_KEY: apiKey },
+    close,
+    [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * Removes the containers of emulated OpenSandbox sandboxes (label `ws.emulator=opensandbox`), running,
+ * paused or not: all of them, or only those of `instance`, and with `metadata` only those created with
+ * every given metadata entry. Resolves with the sandbox IDs removed.
+ */
+export async function removeOpenSandboxEmulatorSandboxes(
+  docker?: Docker | Docker.DockerOptions,
+  options: { instance?: string; metadata?: Readonly<Record<string, string>> } = {},
+): Promise<string[]> {
+  const client = dockerClient(docker);
+  return removeContainers(client, openSandboxFilter(options.instance), OPENSANDBOX_LABELS.sandboxId, {
+    label: OPENSANDBOX_LABELS.metadata,
+    entries: options.metadata,
+  });
+}

@@ -1,0 +1,371 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type Docker from 'dockerode';
+import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { notFound, OpenSandboxHttpError } from './errors.js';
+import { CommandTable } from './execd-commands.js';
+import {
+  describedBy,
+  labelsOf,
+  openSandboxFilter,
+  readSettings,
+  type SandboxDescription,
+  type SandboxSettings,
+  writeSettings,
+} from './labels.js';
+
+/** OpenSandbox's lifecycle states (spec `sandbox-lifecycle.yml`). */
+export type SandboxState =
+  | 'Pending'
+  | 'Running'
+  | 'Pausing'
+  | 'Paused'
+  | 'Resuming'
+  | 'Stopping'
+  | 'Terminated'
+  | 'Failed';
+
+/** One emulated sandbox: a container plus what OpenSandbox reports about it. */
+export interface SandboxRecord extends Readonly<SandboxDescription> {
+  readonly container: Docker.Container;
+  /** The commands execd runs in it. */
+  readonly commands: CommandTable;
+  settings: SandboxSettings;
+  state: SandboxState;
+  reason: string | undefined;
+  message: string | undefined;
+  lastTransitionAt: Date;
+}
+
+export interface CreateSandboxInput {
+  /** The image URI of the request. */
+  imageUri: string;
+  /** The local image it maps to. */
+  image: string;
+  entrypoint: string[];
+  env: Record<string, string>;
+  metadata: Record<string, string>;
+  /** Seconds until expiry; null: never. */
+  timeoutSeconds: number | null;
+  nanoCpus: number | undefined;
+  memoryBytes: number | undefined;
+  /** Whether execd requires an access token (handed out in the endpoint's headers). */
+  secureAccess: boolean;
+}
+
+export interface RegistryOptions {
+  docker: Docker;
+  instance: string;
+  log: (line: string) => void;
+  /** How long Pending, Pausing and Resuming last at least, in ms. */
+  transitionMs: number;
+}
+
+interface Entry {
+  record: SandboxRecord;
+  expiry: NodeJS.Timeout | undefined;
+  /** Serialises lifecycle changes of one sandbox. */
+  lock: Promise<unknown>;
+}
+
+const MAX_TIMER_MS = 2 ** 31 - 1;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Container name of a sandbox. */
+export function openSandboxContainerName(sandboxId: string): string {
+  return `ws-opensandbox-${sandboxId}`;
+}
+
+/** The sandboxes of one emulator, their containers, and the timers that end them when they expire. */
+export class SandboxRegistry {
+  private readonly entries = new Map<string, Entry>();
+  private closed = false;
+
+  constructor(private readonly options: RegistryOptions) {}
+
+  get(sandboxId: string): SandboxRecord | undefined {
+    return this.entries.get(sandboxId)?.record;
+  }
+
+  /** The sandbox, or OpenSandbox's 404. */
+  require(sandboxId: string): SandboxRecord {
+    const record = this.get(sandboxId);
+    if (!record) throw notFound(`Sandbox ${sandboxId} not found`);
+    return record;
+  }
+
+  list(): SandboxRecord[] {
+    return [...this.entries.values()].map((entry) => entry.record);
+  }
+
+  /** Finds the containers of earlier emulators of this instance and takes them over. */
+  async restore(): Promise<void> {
+    const { docker, log } = this.options;
+    const containers = await docker.listContainers({
+      all: true,
+      filters: openSandboxFilter(this.options.instance),
+    });
+    for (const summary of containers) {
+      const described = describedBy(summary);
+      if (!described || this.entries.has(described.description.id)) continue;
+      if (summary.State === 'removing' || summary.State === 'dead') continue;
+      const container = docker.getContainer(summary.Id);
+      const { id } = described.description;
+      try {
+        let state: SandboxState = 'Running';
+        if (summary.State === 'paused') state = 'Paused';
+        else if (summary.State !== 'running') await container.start(); // say, after the engine restarted
+        const settings = await readSettings(container, described.settings);
+        this.add(container, described.description, settings, state);
+        log(`opensandbox: restored sandbox ${id} (${state})`);
+      } catch (error) {
+        log(`opensandbox: cannot restore sandbox ${id}: ${dockerMessage(error)}`);
+      }
+    }
+  }
+
+  /** Creates the container now; it starts in the background (`Pending` → `Running`). */
+  async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+    const description: SandboxDescription = {
+      id: randomUUID(),
+      image: input.imageUri,
+      entrypoint: [...input.entrypoint],
+      createdAt: new Date(),
+      accessToken: input.secureAccess ? randomBytes(24).toString('hex') : undefined,
+    };
+    const settings: SandboxSettings = {
+      metadata: { ...input.metadata },
+      expiresAt:
+        input.timeoutSeconds === null
+          ? null
+          : new Date(description.createdAt.getTime() + input.timeoutSeconds * 1000).toISOString(),
+    };
+    const container = await this.options.docker
+      .createContainer({
+        name: openSandboxContainerName(description.id),
+        Image: input.image,
+        Entrypoint: [...input.entrypoint],
+        Cmd: [],
+        Labels: labelsOf(description, settings, this.options.instance),
+        Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
+        Tty: false,
+        HostConfig: {
+          // An init reaps what killed commands leave; root holds no capability and cannot gain one.
+          Init: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          ...(input.nanoCpus !== undefined ? { NanoCpus: input.nanoCpus } : {}),
+          ...(input.memoryBytes !== undefined ? { Memory: input.memoryBytes } : {}),
+        },
+      })
+      .catch((error: unknown) => {
+        throw new OpenSandboxHttpError(
+          400,
+          'INVALID_REQUEST',
+          `cannot create the sandbox's container: ${dockerMessage(error)}`,
+        );
+      });
+    const entry = this.add(container, description, settings, 'Pending');
+    this.options.log(`opensandbox: creating sandbox ${description.id} from ${input.image}`);
+    void this.transition(
+      entry,
+      'Pending',
+      'Running',
+      () => container.start(),
+      async () => {
+        // An entrypoint that ends at once leaves no sandbox to run anything in.
+        const { State } = await container.inspect();
+        if (!State.Running)
+          throw new Error(
+            `the entrypoint exited with code ${State.ExitCode}${State.Error ? `: ${State.Error}` : ''}`,
+          );
+      },
+    );
+    return entry.record;
+  }
+
+  /** `Running` → `Pausing` → `Paused` (the container is frozen). */
+  pause(sandboxId: string): Promise<void> {
+    const entry = this.entryOf(sandboxId);
+    return this.serialised(entry, () => {
+      const { record } = entry;
+      if (record.state === 'Pausing') return;
+      if (record.state !== 'Running') throw conflict(record, 'paused');
+      // Commands freeze with the container, as they do under the real runtime.
+      void this.transition(entry, 'Pausing', 'Paused', () => record.container.pause());
+    });
+  }
+
+  /** `Paused` → `Resuming` → `Running`. */
+  resume(sandboxId: string): Promise<void> {
+    const entry = this.entryOf(sandboxId);
+    return this.serialised(entry, () => {
+      const { record } = entry;
+      if (record.state === 'Resuming') return;
+      if (record.state !== 'Paused') throw conflict(record, 'resumed');
+      void this.transition(entry, 'Resuming', 'Running', async () => {
+        try {
+          await record.container.unpause();
+        } catch (error) {
+          if (dockerStatus(error) !== 500 || !/not paused/i.test(dockerMessage(error))) throw error;
+        }
+      });
+    });
+  }
+
+  /** Ends the sandbox: its commands, its container; later requests answer 404. */
+  async remove(sandboxId: string, reason = 'user_delete'): Promise<void> {
+    const entry = this.entryOf(sandboxId);
+    await this.serialised(entry, async () => {
+      const { record } = entry;
+      this.settle(record, 'Stopping', reason);
+      if (entry.expiry) clearTimeout(entry.expiry);
+      try {
+        await record.container.remove({ force: true });
+      } catch (error) {
+        if (dockerStatus(error) !== 404) throw error;
+      }
+      this.settle(record, 'Terminated', reason);
+      this.entries.delete(sandboxId);
+      this.options.log(`opensandbox: sandbox ${sandboxId} terminated (${reason})`);
+    });
+  }
+
+  /** Sets a new expiry (which must lie ahead) and re-arms the timer. */
+  async renew(sandboxId: string, expiresAt: Date): Promise<SandboxRecord> {
+    const entry = this.entryOf(sandboxId);
+    if (expiresAt.getTime() <= Date.now())
+      throw new OpenSandboxHttpError(400, 'INVALID_EXPIRATION', 'expiresAt must be in the future');
+    entry.record.settings.expiresAt = expiresAt.toISOString();
+    await this.persist(entry.record);
+    this.schedule(entry);
+    return entry.record;
+  }
+
+  /** Merges `patch` into the metadata (a null value removes its key). */
+  async patchMetadata(sandboxId: string, patch: Record<string, string | null>): Promise<SandboxRecord> {
+    const record = this.require(sandboxId);
+    for (const [key, value] of Object.entries(patch)) {
+      if (value === null) delete record.settings.metadata[key];
+      else record.settings.metadata[key] = value;
+    }
+    await this.persist(record);
+    return record;
+  }
+
+  /** Stops the expiry timers; the containers (and what runs in them) stay. */
+  close(): void {
+    this.closed = true;
+    for (const entry of this.entries.values()) {
+      if (entry.expiry) clearTimeout(entry.expiry);
+      entry.expiry = undefined;
+    }
+  }
+
+  private entryOf(sandboxId: string): Entry {
+    const entry = this.entries.get(sandboxId);
+    if (!entry) throw notFound(`Sandbox ${sandboxId} not found`);
+    return entry;
+  }
+
+  private add(
+    container: Docker.Container,
+    description: SandboxDescription,
+    settings: SandboxSettings,
+    state: SandboxState,
+  ): Entry {
+    const record: SandboxRecord = {
+      ...description,
+      container,
+      commands: new CommandTable(container),
+      settings,
+      state,
+      reason: undefined,
+      message: undefined,
+      lastTransitionAt: new Date(),
+    };
+    const entry: Entry = { record, expiry: undefined, lock: Promise.resolve() };
+    this.entries.set(record.id, entry);
+    this.schedule(entry);
+    return entry;
+  }
+
+  private serialised(entry: Entry, action: () => void | Promise<void>): Promise<void> {
+    const run = entry.lock.then(action);
+    entry.lock = run.catch(() => {});
+    return run;
+  }
+
+  private settle(record: SandboxRecord, state: SandboxState, reason?: string, message?: string): void {
+    record.state = state;
+    record.reason = reason;
+    record.message = message;
+    record.lastTransitionAt = new Date();
+  }
+
+  /** `interim` now; then, under the lock, `action` and the rest of the transition time, then `final`. */
+  private transition(
+    entry: Entry,
+    interim: SandboxState,
+    final: SandboxState,
+    action: () => Promise<unknown>,
+    /** Runs after the transition time; a throw fails the sandbox. */
+    verify?: () => Promise<void>,
+  ): Promise<void> {
+    const { record } = entry;
+    this.settle(record, interim);
+    const started = Date.now();
+    return this.serialised(entry, async () => {
+      if (!this.entries.has(record.id)) return;
+      try {
+        await action();
+        await sleep(Math.max(0, this.options.transitionMs - (Date.now() - started)));
+        await verify?.();
+      } catch (error) {
+        const message = dockerMessage(error);
+        this.settle(record, 'Failed', 'runtime_error', message);
+        this.options.log(`opensandbox: sandbox ${record.id} failed while ${interim}: ${message}`);
+        return;
+      }
+      if (!this.entries.has(record.id)) return;
+      this.settle(record, final);
+      this.options.log(`opensandbox: sandbox ${record.id} is ${final}`);
+    });
+  }
+
+  private async persist(record: SandboxRecord): Promise<void> {
+    // The archive API works on a frozen (paused) container too.
+    await writeSettings(record.container, record.settings, this.options.log);
+  }
+
+  /** Arms the expiry timer: past `expiresAt` the sandbox is terminated. */
+  private schedule(entry: Entry): void {
+    if (entry.expiry) clearTimeout(entry.expiry);
+    entry.expiry = undefined;
+    const { expiresAt } = entry.record.settings;
+    if (this.closed || expiresAt === null) return;
+    const at = new Date(expiresAt).getTime();
+    if (Number.isNaN(at)) return;
+    entry.expiry = setTimeout(
+      () => {
+        entry.expiry = undefined;
+        if (Date.now() < at) {
+          this.schedule(entry);
+          return;
+        }
+        void this.remove(entry.record.id, 'ttl_expiry').catch((error: unknown) =>
+          this.options.log(`opensandbox: expiry of ${entry.record.id} failed: ${dockerMessage(error)}`),
+        );
+      },
+      Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS),
+    );
+    entry.expiry.unref();
+  }
+}
+
+function conflict(record: SandboxRecord, verb: string): OpenSandboxHttpError {
+  return new OpenSandboxHttpError(
+    409,
+    'INVALID_STATE',
+    `Sandbox ${record.id} cannot be ${verb} in state ${record.state}`,
+  );
+}
