@@ -24,6 +24,8 @@ export {
   removeK8sEmulatorObjects,
   startK8sEmulator,
 } from './k8s/k8s-emulator.js';
+export type { EmulatorProcess, EmulatorVendor, LaunchEmulatorOptions } from './launch.js';
+export { EMULATOR_BIN, launchEmulator } from './launch.js';
 export type { OpenSandboxEmulator, OpenSandboxEmulatorOptions } from './opensandbox/opensandbox-emulator.js';
 export {
   DEFAULT_OPENSANDBOX_API_KEY,

@@ -6,6 +6,7 @@
  * `@ws/core/gateway`.
  */
 
+export { Attachments } from './backend/attachments.js';
 export type { WorkspaceEngineOptions } from './backend/engine.js';
 export { WorkspaceEngine } from './backend/engine.js';
 export type { ExecResultInit } from './backend/exec-result.js';
@@ -47,7 +48,9 @@ export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './bac
 export { completeSandbox, POSIX_WRITE_SCRIPTS, temporaryBeside } from './backend/posix-fallbacks.js';
 export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
 export { shellJoin, shellQuote } from './backend/quote.js';
+export { cwdError, enterCwd } from './backend/remote-cwd.js';
 export { ChunkQueue, collectBytes, TailBuffer } from './backend/streams.js';
+export { fileErrorFromMessage, isNetworkFailure } from './backend/vendor-errors.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
 export { checkOptionKeys, engineOptions } from './contracts/workspace-options.js';
 export type { LayoutPaths } from './internal/layout.js';

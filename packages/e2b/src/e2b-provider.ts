@@ -1,23 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
 import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
 import {
-  completeSandbox,
+  Attachments,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
 } from '@ws/core/backend';
-import {
-  GatewayLink,
-  GatewayMcpConnector,
-  GatewaySandbox,
-  installGateway,
-  probeNode,
-  readGatewayAsset,
-  sandboxGatewayLauncher,
-} from '@ws/core/gateway';
+import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { translateE2BError } from './errors.js';
@@ -32,47 +21,8 @@ export const METADATA = {
 /** The workdir inside an E2B sandbox (as AgentScope's). */
 export const E2B_WORKDIR = '/home/user/workspace';
 const GATEWAY_HOME = '/home/user/.ws';
-/** This machine (its name and boot), so that records of its own dead processes can be told apart. */
-const MACHINE = createHash('sha256')
-  .update(hostname())
-  .update(
-    (() => {
-      try {
-        return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8');
-      } catch {
-        return '';
-      }
-    })(),
-  )
-  .digest('hex')
-  .slice(0, 12);
-
-/** Whether a record names an object that may still be open: another machine's, or a live process of this one. */
-function mayBeOpen(record: string): boolean {
-  const [machine, pid] = record.split('-');
-  if (machine !== MACHINE) return true;
-  try {
-    process.kill(Number(pid), 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/**
- * One file per workspace object attached to the sandbox, touched while it is open: `close()` pauses
- * the sandbox only when no other object's file is fresh (one older than the time limit belongs to a
- * host that went away) and names an object that may still be open (a record of a dead process of
- * this machine does not).
- */
+/** Where each workspace object attached to a sandbox keeps its record (see {@link Attachments}). */
 const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
-// $1 folder, $2 this object's file: (re)creates it.
-const ATTACH = 'mkdir -p -- "$1" && touch -- "$1/$2"';
-// $1 folder, $2 this object's file, $3 seconds after which a file is stale: removes this object's
-// file and prints the others that are fresh.
-const DETACH = `rm -f -- "$1/$2"
-[ -d "$1" ] || exit 0
-find "$1" -mindepth 1 -maxdepth 1 -type f -newermt "@$(( $(date +%s) - $3 ))" -printf '%f\n'`;
 /** E2B's default sandbox time limit (AgentScope's too). */
 export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
 
@@ -115,8 +65,7 @@ export class E2BProvider implements Provider {
   private direct: E2BSandbox | undefined;
   /** The sandbox the session hands out (through the gateway when it runs). */
   private session: WsSandbox | undefined;
-  /** This object's attachment file name: this machine, this process, this object. */
-  private readonly attachment = `${MACHINE}-${process.pid}-${randomUUID().slice(0, 8)}`;
+  private attachments: Attachments | undefined;
   private link: GatewayLink | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private bundleBytes: Promise<Uint8Array> | undefined;
@@ -195,69 +144,39 @@ export class E2BProvider implements Provider {
     this.direct = direct;
     if (this.options.gateway === false)
       return this.attach({ sandbox: direct, workdir: E2B_WORKDIR, warnings });
-    const complete = completeSandbox(direct);
-    const node = await probeNode(complete, options);
-    if (!node) {
-      warnings.push(
-        `The template ${this.options.template} has no node 18 or newer: commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run`,
-      );
-      return this.attach({ sandbox: direct, workdir: E2B_WORKDIR, warnings });
-    }
-    const bundle = await installGateway(complete, GATEWAY_HOME, await this.bundle(), options);
-    const link = new GatewayLink(
-      sandboxGatewayLauncher({
+    const { session, link } = await openRemoteGateway(
+      {
+        direct,
         start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
-        node: node.path,
-        bundle,
+        home: GATEWAY_HOME,
         workdir: E2B_WORKDIR,
-        socket: { kind: 'stdio' },
-      }),
+        bundle: () => this.bundle(),
+        via: 'envd',
+        noNodeWarning: `The template ${this.options.template} has no node 18 or newer: commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run`,
+      },
+      options,
+      warnings,
     );
     this.link = link;
-    // Waited for: every call goes through it from the first (a command through envd costs more).
-    await link.start(options).catch((error: unknown) => {
-      warnings.push(
-        `The gateway did not start, so calls go through envd directly: ${(error as Error).message}`,
-      );
-    });
-    return this.attach({
-      sandbox: new GatewaySandbox({ direct, link, routeExec: true }),
-      workdir: E2B_WORKDIR,
-      mcp: new GatewayMcpConnector(link),
-      warnings,
-    });
+    return this.attach(session);
   }
 
   /** Records this object among the sandbox's users (see {@link ATTACHED_DIR}). */
   private async attach(session: ProviderSession): Promise<ProviderSession> {
     this.session = session.sandbox;
+    // A record older than the sandbox's time limit belongs to a host that went away.
+    this.attachments = new Attachments(ATTACHED_DIR, Math.ceil(this.options.timeoutMs / 1000));
     await this.touchAttachment();
     return session;
   }
 
   private async touchAttachment(): Promise<void> {
-    const result = await this.session?.exec(['sh', '-c', ATTACH, 'sh', ATTACHED_DIR, this.attachment], {
-      cwd: '/',
-      timeoutMs: 30_000,
-    });
-    if (result && result.exitCode !== 0)
-      throw new WsError(
-        'BACKEND_ERROR',
-        `Recording the workspace in its sandbox failed: ${result.stderrText.trim()}`,
-      );
+    await this.attachments?.touch(this.session);
   }
 
   /** Removes this object's record; true when another object's record is fresh. */
   private async detach(): Promise<boolean> {
-    const staleSeconds = Math.ceil(this.options.timeoutMs / 1000);
-    const result = await this.session
-      ?.exec(['sh', '-c', DETACH, 'sh', ATTACHED_DIR, this.attachment, String(staleSeconds)], {
-        cwd: '/',
-        timeoutMs: 30_000,
-      })
-      .catch(() => undefined);
-    if (result === undefined || result.exitCode !== 0) return false;
-    return result.stdoutText.split('\n').some((record) => record !== '' && mayBeOpen(record));
+    return (await this.attachments?.release(this.session)) ?? false;
   }
 
   private async connect(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {

@@ -19,7 +19,9 @@ import {
   ChunkQueue,
   collectBytes,
   createExecResult,
+  cwdError,
   encodeUtf8,
+  enterCwd,
   normalizeInput,
   OutputCollector,
   POSIX_WRITE_SCRIPTS,
@@ -31,10 +33,6 @@ import {
 import { CommandExitError, type CommandHandle, type Sandbox } from 'e2b';
 import { translateE2BError } from './errors.js';
 
-// Exit codes of the wrapper that no command of ours gives for these cases (as core's fallbacks use).
-const NO_CWD = 86;
-const CWD_NOT_DIR = 87;
-const CWD_MARK = 'ws-e2b: bad working directory';
 /** Output characters after which the gateway's output stream is taken over by a new subscription. */
 export const ROTATE_AFTER_CHARS = 16 * 1024 * 1024;
 
@@ -91,7 +89,7 @@ export class E2BSandbox implements WsSandbox {
   /** The shell line that runs `argv` in `cwd` (envd runs it with `bash -l -c`). */
   private commandLine(argv: readonly string[], cwd: string): string {
     const dir = shellQuote(cwd);
-    return `cd -- ${dir} 2>/dev/null || { printf '%s' '${CWD_MARK}' >&2; [ -e ${dir} ] && exit ${CWD_NOT_DIR}; exit ${NO_CWD}; }; exec ${shellJoin(argv)}`;
+    return `${enterCwd(dir)}; exec ${shellJoin(argv)}`;
   }
 
   private async start(
@@ -174,16 +172,8 @@ export class E2BSandbox implements WsSandbox {
       }
       await delivered;
       if (aborted) throw abortError(options.signal);
-      if (
-        (exitCode === NO_CWD || exitCode === CWD_NOT_DIR) &&
-        new TextDecoder().decode(stderr.bytes()) === CWD_MARK
-      ) {
-        throw new WsError(
-          exitCode === NO_CWD ? 'NOT_FOUND' : 'NOT_A_DIRECTORY',
-          `The working directory ${cwd} ${exitCode === NO_CWD ? 'does not exist' : 'is not a directory'} in the sandbox`,
-          { details: { cwd } },
-        );
-      }
+      const badCwd = cwdError(exitCode, stderr.bytes(), cwd);
+      if (badCwd) throw badCwd;
       return createExecResult({
         exitCode: timedOut ? -1 : exitCode,
         stdout: stdout.bytes(),

@@ -1,4 +1,5 @@
 import { isWsError, WsError } from '@ws/core';
+import { fileErrorFromMessage, isNetworkFailure } from '@ws/core/backend';
 import {
   AuthenticationError,
   FileNotFoundError,
@@ -41,29 +42,9 @@ export function translateE2BError(error: unknown, what: string, path?: string): 
     });
   if (error instanceof TimeoutError)
     return new WsError('TIMEOUT', `E2B did not answer in time (${what}): ${message}`, { cause: error });
-  if (/is a directory/i.test(message))
-    return new WsError('IS_A_DIRECTORY', `${path ?? what}: is a directory`, {
-      cause: error,
-      ...(details ? { details } : {}),
-    });
-  if (/not a directory/i.test(message))
-    return new WsError('NOT_A_DIRECTORY', `${path ?? what}: a parent is not a directory`, {
-      cause: error,
-      ...(details ? { details } : {}),
-    });
-  if (/permission denied/i.test(message))
-    return new WsError('PERMISSION_DENIED', `${path ?? what}: permission denied`, {
-      cause: error,
-      ...(details ? { details } : {}),
-    });
-  const code =
-    (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
-  if (
-    code === 'ECONNREFUSED' ||
-    code === 'ENOTFOUND' ||
-    code === 'ECONNRESET' ||
-    /fetch failed/i.test(message)
-  )
+  const fileError = fileErrorFromMessage(error, message, path ?? what, details);
+  if (fileError) return fileError;
+  if (isNetworkFailure(error, message))
     return new WsError('BACKEND_UNAVAILABLE', `E2B cannot be reached (${what}): ${message}`, {
       cause: error,
     });

@@ -297,7 +297,8 @@ export class PodStore {
     };
     const scheduled = condition('PodScheduled', true, record.metadata.creationTimestamp);
     const info = record.container ? await record.container.inspect().catch(() => undefined) : undefined;
-    if (!info) {
+    // Created but not started yet (between createContainer and start): still ContainerCreating.
+    if (!info || info.State.Status === 'created') {
       let waiting = record.waiting ?? { reason: 'ContainerCreating', since: Date.now() };
       if (waiting.reason === 'ErrImagePull' && Date.now() - waiting.since >= BACK_OFF_MS)
         waiting = {

@@ -1,0 +1,79 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The vendors `ws-emulator` serves. */
+export type EmulatorVendor = 'e2b' | 'daytona' | 'k8s' | 'opensandbox';
+
+/** The variables each emulator prints once it listens. */
+const ENV_KEYS: Record<EmulatorVendor, readonly string[]> = {
+  e2b: ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_API_KEY'],
+  daytona: ['DAYTONA_API_URL', 'DAYTONA_API_KEY'],
+  k8s: ['KUBECONFIG', 'K8S_API_URL', 'K8S_TOKEN'],
+  opensandbox: ['OPEN_SANDBOX_DOMAIN', 'OPEN_SANDBOX_API_KEY'],
+};
+
+/** The `ws-emulator` command of this package (built; from the sources too, it names the build). */
+export const EMULATOR_BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+
+/** An emulator running as its own process (see {@link launchEmulator}). */
+export interface EmulatorProcess {
+  /** What it printed to export (`E2B_API_URL`, `DAYTONA_API_KEY`, `KUBECONFIG`, …). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Its instance: only its own sandboxes are its business. */
+  readonly instance: string;
+  /** Stops it (SIGTERM) and resolves once it exited; its sandboxes' containers stay. */
+  stop(): Promise<void>;
+}
+
+/** Options of {@link launchEmulator}. */
+export interface LaunchEmulatorOptions {
+  /** Default: a fresh `ws-<vendor>-<random>`, so emulators of parallel suites leave each other alone. */
+  instance?: string;
+  /** Copy its request log to this process's stderr. */
+  trace?: boolean;
+}
+
+/**
+ * Runs `ws-emulator <vendor> --port 0 --quiet --instance … <args>` as its own process (a service
+ * apart, as the vendor's is, so that the caller's memory is its own) and resolves with what it
+ * printed once it listens; rejects with its log when it exits first.
+ */
+export function launchEmulator(
+  vendor: EmulatorVendor,
+  args: readonly string[] = [],
+  options: LaunchEmulatorOptions = {},
+): Promise<EmulatorProcess> {
+  if (!existsSync(EMULATOR_BIN))
+    return Promise.reject(new Error(`${EMULATOR_BIN} is missing: build @ws/emulators first (npm test does)`));
+  const instance = options.instance ?? `ws-${vendor}-${randomBytes(4).toString('hex')}`;
+  const child = spawn(
+    process.execPath,
+    [EMULATOR_BIN, vendor, '--port', '0', '--quiet', '--instance', instance, ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  return new Promise<EmulatorProcess>((resolve, reject) => {
+    let output = '';
+    let log = '';
+    child.stderr.on('data', (chunk) => {
+      log += chunk;
+      if (options.trace) process.stderr.write(chunk);
+    });
+    child.stdout.on('data', (chunk) => {
+      output += chunk;
+      const env = Object.fromEntries(
+        [...output.matchAll(/^export ([A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!]),
+      );
+      if (ENV_KEYS[vendor].every((key) => key in env)) resolve({ env, instance, stop });
+    });
+    child.once('exit', (code, signal) =>
+      reject(new Error(`ws-emulator ${vendor} exited (${signal ?? code}) before it listened: ${log.trim()}`)),
+    );
+  });
+}

@@ -1,0 +1,82 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { WsError } from '../contracts/errors.js';
+import type { Sandbox as WsSandbox } from '../contracts/sandbox.js';
+
+/** This machine (its name and boot), so that records of its own dead processes can be told apart. */
+const MACHINE = createHash('sha256')
+  .update(hostname())
+  .update(
+    (() => {
+      try {
+        return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8');
+      } catch {
+        return '';
+      }
+    })(),
+  )
+  .digest('hex')
+  .slice(0, 12);
+
+/** Whether a record names an object that may still be open: another machine's, or a live process of this one. */
+function mayBeOpen(record: string): boolean {
+  const [machine, pid] = record.split('-');
+  if (machine !== MACHINE) return true;
+  try {
+    process.kill(Number(pid), 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+// $1 folder, $2 this object's file: (re)creates it.
+const ATTACH = 'mkdir -p -- "$1" && touch -- "$1/$2"';
+// $1 folder, $2 this object's file, $3 seconds after which a file is stale: removes this object's
+// file and prints the others that are fresh.
+const DETACH = `rm -f -- "$1/$2"
+[ -d "$1" ] || exit 0
+find "$1" -mindepth 1 -maxdepth 1 -type f -newermt "@$(( $(date +%s) - $3 ))" -printf '%f\\n'`;
+
+/**
+ * Who uses a shared sandbox: one file per workspace object attached to it, in `folder` inside the
+ * sandbox, touched while the object is open. A backend whose `close()` stops or pauses the sandbox does
+ * so only when {@link release} finds no other object's file fresh (one older than `staleSeconds`
+ * belongs to a host that went away) and naming an object that may still be open (a record of a dead
+ * process of this machine does not).
+ */
+export class Attachments {
+  /** This object's file name: this machine, this process, this object. */
+  private readonly name = `${MACHINE}-${process.pid}-${randomUUID().slice(0, 8)}`;
+
+  constructor(
+    private readonly folder: string,
+    private readonly staleSeconds: number,
+  ) {}
+
+  /** Records (or refreshes) this object among the sandbox's users. */
+  async touch(sandbox: WsSandbox | undefined): Promise<void> {
+    const result = await sandbox?.exec(['sh', '-c', ATTACH, 'sh', this.folder, this.name], {
+      cwd: '/',
+      timeoutMs: 30_000,
+    });
+    if (result && result.exitCode !== 0)
+      throw new WsError(
+        'BACKEND_ERROR',
+        `Recording the workspace in its sandbox failed: ${result.stderrText.trim()}`,
+      );
+  }
+
+  /** Removes this object's record; true when another object's record is fresh. */
+  async release(sandbox: WsSandbox | undefined): Promise<boolean> {
+    const result = await sandbox
+      ?.exec(['sh', '-c', DETACH, 'sh', this.folder, this.name, String(this.staleSeconds)], {
+        cwd: '/',
+        timeoutMs: 30_000,
+      })
+      .catch(() => undefined);
+    if (result === undefined || result.exitCode !== 0) return false;
+    return result.stdoutText.split('\n').some((record) => record !== '' && mayBeOpen(record));
+  }
+}

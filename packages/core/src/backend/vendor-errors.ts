@@ -1,0 +1,34 @@
+import { WsError } from '../contracts/errors.js';
+
+/**
+ * The WsError for a vendor's file error known only by its message (`… is a directory`, `… not a
+ * directory`, `… permission denied`), naming `subject` (the path, or what was being done); undefined
+ * for any other message.
+ */
+export function fileErrorFromMessage(
+  error: unknown,
+  message: string,
+  subject: string,
+  details?: Record<string, unknown>,
+): WsError | undefined {
+  const extra = { cause: error, ...(details ? { details } : {}) };
+  if (/is a directory/i.test(message))
+    return new WsError('IS_A_DIRECTORY', `${subject}: is a directory`, extra);
+  if (/not a directory/i.test(message))
+    return new WsError('NOT_A_DIRECTORY', `${subject}: a parent is not a directory`, extra);
+  if (/permission denied/i.test(message))
+    return new WsError('PERMISSION_DENIED', `${subject}: permission denied`, extra);
+  return undefined;
+}
+
+/** Whether a vendor SDK's error is the network failing (refused, unresolved, reset, fetch failed). */
+export function isNetworkFailure(error: unknown, message: string): boolean {
+  const code =
+    (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
+  return (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'ECONNRESET' ||
+    /fetch failed|socket hang up/i.test(message)
+  );
+}

@@ -1,0 +1,76 @@
+import { completeSandbox } from '../backend/posix-fallbacks.js';
+import type { ProviderSession } from '../backend/provider.js';
+import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
+import type { CallOptions } from '../contracts/workspace.js';
+import { GatewayMcpConnector, GatewaySandbox } from './gateway-sandbox.js';
+import { installGateway, probeNode } from './install.js';
+import { GatewayLink } from './link.js';
+import { sandboxGatewayLauncher } from './start.js';
+
+/** What {@link openRemoteGateway} needs from a backend whose sandbox is reached through a vendor's API. */
+export interface RemoteGatewayOptions {
+  /** The backend's own sandbox: commands and files through the vendor's API. */
+  readonly direct: Sandbox;
+  /** Starts one process in the sandbox with stdin, stdout and stderr piped (the gateway, over stdio). */
+  start(argv: readonly string[]): Promise<SandboxProcess>;
+  /** The folder inside the sandbox the gateway bundle is installed into. */
+  readonly home: string;
+  readonly workdir: string;
+  /** The gateway bundle's bytes (the backend package's asset, see `readGatewayAsset`). */
+  bundle(): Promise<Uint8Array>;
+  /** What calls go through without the gateway, for the warning when it does not start ("envd"). */
+  readonly via: string;
+  /** The warning when the sandbox has no node to run the gateway with. */
+  readonly noNodeWarning: string;
+}
+
+/** The session of {@link openRemoteGateway}, and the gateway's link when it runs (the backend stops it on close). */
+export interface RemoteGatewaySession {
+  readonly session: ProviderSession;
+  readonly link: GatewayLink | undefined;
+}
+
+/**
+ * The one start-up of a remote backend's gateway: probes the sandbox's node, installs the bundle,
+ * and starts the gateway over the streams of one long-lived command (`stdio`). Every call then goes
+ * through the gateway, and MCP servers run behind it. Without node, or when the gateway does not
+ * start, calls go through `direct` and the reason is in the session's warnings.
+ */
+export async function openRemoteGateway(
+  options: RemoteGatewayOptions,
+  call: CallOptions,
+  warnings: string[],
+): Promise<RemoteGatewaySession> {
+  const { direct, workdir } = options;
+  const complete = completeSandbox(direct);
+  const node = await probeNode(complete, call);
+  if (!node) {
+    warnings.push(options.noNodeWarning);
+    return { session: { sandbox: direct, workdir, warnings }, link: undefined };
+  }
+  const bundle = await installGateway(complete, options.home, await options.bundle(), call);
+  const link = new GatewayLink(
+    sandboxGatewayLauncher({
+      start: (argv) => options.start(argv),
+      node: node.path,
+      bundle,
+      workdir,
+      socket: { kind: 'stdio' },
+    }),
+  );
+  // Waited for: every call goes through it from the first (a call through the vendor's API costs more).
+  await link.start(call).catch((error: unknown) => {
+    warnings.push(
+      `The gateway did not start, so calls go through ${options.via} directly: ${(error as Error).message}`,
+    );
+  });
+  return {
+    session: {
+      sandbox: new GatewaySandbox({ direct, link, routeExec: true }),
+      workdir,
+      mcp: new GatewayMcpConnector(link),
+      warnings,
+    },
+    link,
+  };
+}
