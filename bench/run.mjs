@@ -12,6 +12,7 @@ const SCENARIOS = [
   'bwrap',
   'docker',
   'e2b',
+  'daytona',
   'search-tree',
   'install-size',
 ];

@@ -76,6 +76,20 @@ const SCENARIOS = [
     brings: ['e2b', 'dockerode'],
     forbids: VENDOR_SDKS.filter((name) => name !== 'e2b' && name !== 'dockerode'),
   },
+  {
+    name: 'daytona',
+    packages: ['@ws/core', '@ws/daytona'],
+    brings: ['@daytonaio/sdk'],
+    forbids: VENDOR_SDKS.filter((name) => name !== '@daytonaio/sdk'),
+  },
+  {
+    // The emulators bring dockerode (their sandboxes are containers) and e2b (whose bundle the E2B
+    // emulator reads its schema from).
+    name: 'daytona-emulated',
+    packages: ['@ws/core', '@ws/daytona', '@ws/emulators'],
+    brings: ['@daytonaio/sdk', 'dockerode'],
+    forbids: VENDOR_SDKS.filter((name) => !['@daytonaio/sdk', 'dockerode', 'e2b'].includes(name)),
+  },
   { name: 'cli', packages: ['@ws/core', '@ws/local', '@ws/cli'], brings: [], forbids: VENDOR_SDKS },
 ];
 

@@ -1,0 +1,24 @@
+import { Daytona, type DaytonaConfig } from '@daytonaio/sdk';
+import { translateDaytonaError } from './errors.js';
+
+/** How to reach Daytona: each field defaults to the SDK's environment (`DAYTONA_API_KEY`, …). */
+export interface DaytonaConnection {
+  apiKey?: string | undefined;
+  apiUrl?: string | undefined;
+  target?: string | undefined;
+}
+
+/** The SDK's client configuration: only what was given, so the SDK reads the rest from its environment. */
+export function clientConfig(connection: DaytonaConnection): DaytonaConfig {
+  const { apiKey, apiUrl, target } = connection;
+  return { ...(apiKey ? { apiKey } : {}), ...(apiUrl ? { apiUrl } : {}), ...(target ? { target } : {}) };
+}
+
+/** A new SDK client; a missing key is `PERMISSION_DENIED`. */
+export function newClient(connection: DaytonaConnection): Daytona {
+  try {
+    return new Daytona(clientConfig(connection));
+  } catch (error) {
+    throw translateDaytonaError(error, 'configuring the client');
+  }
+}

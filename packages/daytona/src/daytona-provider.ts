@@ -1,0 +1,274 @@
+import type { Daytona, Sandbox } from '@daytonaio/sdk';
+import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import {
+  Attachments,
+  type Provider,
+  type ProviderOpenOptions,
+  type ProviderSession,
+  throwIfAborted,
+} from '@ws/core/backend';
+import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+
+import { newClient } from './client.js';
+import { DaytonaSandbox } from './daytona-sandbox.js';
+import { translateDaytonaError } from './errors.js';
+import { findSandboxes, LABELS, readySandbox } from './sandbox-lifecycle.js';
+
+/** The workdir inside a Daytona sandbox of the default user (`<home>/workspace`). */
+export const DAYTONA_WORKDIR = '/home/daytona/workspace';
+/** How long create, start, stop and delete may take, by default. */
+export const DEFAULT_DAYTONA_TIMEOUT_MS = 300_000;
+/** While open, the sandbox's activity is refreshed (so auto-stop does not take it) this often. */
+const KEEPALIVE_MS = 60_000;
+
+/** The resources of a sandbox created from an image. */
+export interface DaytonaResources {
+  /** CPU cores. */
+  cpu?: number;
+  /** Memory in GiB. */
+  memory?: number;
+  /** Disk in GiB. */
+  disk?: number;
+}
+
+/** Options of {@link DaytonaProvider}. */
+export interface DaytonaProviderOptions {
+  apiKey?: string | undefined;
+  apiUrl?: string | undefined;
+  target?: string | undefined;
+  image?: string | undefined;
+  snapshot?: string | undefined;
+  env?: Readonly<Record<string, string>> | undefined;
+  labels?: Readonly<Record<string, string>> | undefined;
+  resources?: DaytonaResources | undefined;
+  autoStopInterval?: number | undefined;
+  timeoutMs: number;
+  owner?: string | undefined;
+  gateway?: boolean | undefined;
+}
+
+/**
+ * Finds the workspace's sandbox by its labels (several → the newest, with a warning), starts it when
+ * stopped or archived (recovers it from a recoverable error), or creates it; installs and starts the
+ * gateway over one long-lived session command; keeps the sandbox's activity fresh while open.
+ * `close()` stops the sandbox; `destroy()` deletes every sandbox carrying the workspace's id.
+ */
+export class DaytonaProvider implements Provider {
+  readonly backend = 'daytona';
+  readonly description = 'Daytona-sandbox-based';
+  readonly expectedWorkdir = DAYTONA_WORKDIR;
+  readonly isolation = 'vm' as const;
+  readonly mcp = true;
+  readonly persistent = true;
+  private daytona: Daytona | undefined;
+  private sandbox: Sandbox | undefined;
+  private direct: DaytonaSandbox | undefined;
+  /** The sandbox the session hands out (through the gateway when it runs). */
+  private session: WsSandbox | undefined;
+  private attachments: Attachments | undefined;
+  private link: GatewayLink | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private bundleBytes: Promise<Uint8Array> | undefined;
+  /** Milliseconds the last open took to find, start or create the sandbox (before the gateway). */
+  attachMs: number | undefined;
+
+  constructor(private readonly options: DaytonaProviderOptions) {}
+
+  /** The id of the sandbox the workspace is attached to, once it is. */
+  get sandboxId(): string | undefined {
+    return this.sandbox?.id;
+  }
+
+  /** Milliseconds the gateway took to start, once it answered. */
+  get gatewayStartMs(): number | undefined {
+    return this.link?.startedMs;
+  }
+
+  private client(): Daytona {
+    this.daytona ??= newClient(this.options);
+    return this.daytona;
+  }
+
+  private get timeoutSeconds(): number {
+    return Math.ceil(this.options.timeoutMs / 1000);
+  }
+
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
+    throwIfAborted(options.signal);
+    const began = performance.now();
+    const warnings: string[] = [];
+    const { workspaceId } = options;
+    const daytona = this.client();
+    const found = await findSandboxes(daytona, workspaceId);
+    const usable = found.filter((sandbox) => sandbox.state !== 'error' || sandbox.recoverable);
+    if (found.length > 0 && usable.length === 0)
+      throw new WsError(
+        'BACKEND_ERROR',
+        `The Daytona sandbox of workspace ${workspaceId} (${found[0]?.id}) is in an error it cannot recover from: ${found[0]?.errorReason ?? 'no reason given'}; destroy() removes it`,
+        { details: { sandboxId: found[0]?.id } },
+      );
+    if (usable.length > 1)
+      warnings.push(
+        `${usable.length} Daytona sandboxes carry workspace id ${workspaceId} (${usable.map((item) => item.id).join(', ')}); using the newest, ${usable[0]?.id}`,
+      );
+    const sandbox = usable[0]
+      ? await readySandbox(usable[0], this.timeoutSeconds)
+      : await this.create(daytona, workspaceId);
+    this.sandbox = sandbox;
+    this.attachMs = performance.now() - began;
+    const home = (await sandbox.getUserHomeDir().catch(() => undefined)) || '/home/daytona';
+    const workdir = `${home}/workspace`;
+    const gatewayHome = `${home}/.ws`;
+    this.attachments = new Attachments(`${gatewayHome}/attached`, (3 * KEEPALIVE_MS) / 1000);
+    this.startKeepAlive(sandbox);
+    const direct = new DaytonaSandbox(sandbox, workdir, this.options.env ?? {});
+    this.direct = direct;
+    if (this.options.gateway === false) return this.attach({ sandbox: direct, workdir, warnings });
+    const { session, link } = await openRemoteGateway(
+      {
+        direct,
+        start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
+        home: gatewayHome,
+        workdir,
+        bundle: () => this.bundle(),
+        via: 'the toolbox',
+        noNodeWarning:
+          'The sandbox has no node 18 or newer: commands and files go through the toolbox directly (command output is decoded as text, spawn is unavailable), and MCP servers cannot run',
+      },
+      options,
+      warnings,
+    );
+    this.link = link;
+    return this.attach(session);
+  }
+
+  /** Records this object among the sandbox's users. */
+  private async attach(session: ProviderSession): Promise<ProviderSession> {
+    this.session = session.sandbox;
+    await this.attachments?.touch(this.session);
+    return session;
+  }
+
+  private async create(daytona: Daytona, workspaceId: string): Promise<Sandbox> {
+    const { image, snapshot, env, labels, resources, autoStopInterval, owner } = this.options;
+    const base = {
+      labels: {
+        ...labels,
+        [LABELS.id]: workspaceId,
+        [LABELS.owner]: owner ?? 'ws',
+        [LABELS.created]: new Date().toISOString(),
+      },
+      public: false,
+      ...(env ? { envVars: { ...env } } : {}),
+      ...(autoStopInterval !== undefined ? { autoStopInterval } : {}),
+    };
+    let sandbox: Sandbox;
+    try {
+      sandbox = image
+        ? await daytona.create(
+            { ...base, image, ...(resources ? { resources: { ...resources } } : {}) },
+            { timeout: this.timeoutSeconds },
+          )
+        : await daytona.create(
+            { ...base, ...(snapshot ? { snapshot } : {}) },
+            { timeout: this.timeoutSeconds },
+          );
+    } catch (error) {
+      throw translateDaytonaError(
+        error,
+        `creating a sandbox from ${image ? `image ${image}` : `snapshot ${snapshot ?? '(default)'}`}`,
+      );
+    }
+    // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
+    const all = await findSandboxes(daytona, workspaceId).catch(() => []);
+    const oldest = all.at(-1);
+    if (oldest && oldest.id !== sandbox.id) {
+      await sandbox.delete(this.timeoutSeconds).catch(() => {});
+      return readySandbox(oldest, this.timeoutSeconds);
+    }
+    return sandbox;
+  }
+
+  /** Refreshes the sandbox's activity (auto-stop counts idle time from it) and this object's record. */
+  private startKeepAlive(sandbox: Sandbox): void {
+    this.keepAlive = setInterval(() => {
+      void sandbox.refreshActivity().catch(() => {});
+      void this.attachments?.touch(this.session).catch(() => {});
+    }, KEEPALIVE_MS);
+    this.keepAlive.unref();
+  }
+
+  /** The gateway bundle this package ships (read once). */
+  private bundle(): Promise<Uint8Array> {
+    this.bundleBytes ??= readGatewayAsset(import.meta.url);
+    return this.bundleBytes;
+  }
+
+  /** True while the sandbox exists and is started (one stopped or deleted from outside is not). */
+  async alive(): Promise<boolean> {
+    const sandbox = this.sandbox;
+    if (!sandbox || !this.daytona) return false;
+    return this.daytona.get(sandbox.id).then(
+      (info) => info.state === 'started',
+      () => false,
+    );
+  }
+
+  /**
+   * Stops the gateway (and with it the MCP servers it runs), kills the processes this object started,
+   * and stops the sandbox unless another workspace object still uses it: its files are kept.
+   */
+  async close(_options: CallOptions = {}): Promise<void> {
+    if (this.keepAlive) clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+    const shared = await (this.attachments?.release(this.session) ?? Promise.resolve(false));
+    this.session = undefined;
+    const sandbox = this.sandbox;
+    this.sandbox = undefined;
+    const link = this.link;
+    this.link = undefined;
+    const direct = this.direct;
+    this.direct = undefined;
+    await link?.stop().catch(() => {});
+    await direct?.killSpawned();
+    try {
+      if (!sandbox || shared) return;
+      try {
+        await sandbox.stop(this.timeoutSeconds);
+      } catch (error) {
+        const translated = translateDaytonaError(error, `stopping sandbox ${sandbox.id}`);
+        // Gone or stopped already: nothing to stop.
+        if (translated.details?.lost) return;
+        throw translated;
+      }
+    } finally {
+      await this.dispose();
+    }
+  }
+
+  private async dispose(): Promise<void> {
+    const daytona = this.daytona;
+    this.daytona = undefined;
+    await daytona?.[Symbol.asyncDispose]().catch(() => {});
+  }
+
+  /** Deletes every sandbox carrying the workspace id (its files go with it). */
+  async destroy(options: ProviderOpenOptions): Promise<void> {
+    const daytona = this.client();
+    try {
+      const found = await findSandboxes(daytona, options.workspaceId);
+      await Promise.all(
+        found.map(async (sandbox) => {
+          try {
+            await sandbox.delete(this.timeoutSeconds, true);
+          } catch (error) {
+            const translated = translateDaytonaError(error, `deleting sandbox ${sandbox.id}`);
+            if (!translated.details?.lost) throw translated;
+          }
+        }),
+      );
+    } finally {
+      await this.dispose();
+    }
+  }
+}

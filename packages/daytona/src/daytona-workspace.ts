@@ -1,0 +1,119 @@
+import type { CommonWorkspaceOptions } from '@ws/core';
+import { WsError } from '@ws/core';
+import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { DaytonaProvider, type DaytonaResources, DEFAULT_DAYTONA_TIMEOUT_MS } from './daytona-provider.js';
+
+/** Options of {@link DaytonaWorkspace}. */
+export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
+  /** The Daytona API key. Default: `DAYTONA_API_KEY` from the environment. */
+  apiKey?: string;
+  /** The API's URL. Default: `DAYTONA_API_URL`, else Daytona's (`https://app.daytona.io/api`). */
+  apiUrl?: string;
+  /** The region sandboxes are created in. Default: `DAYTONA_TARGET`, else the organization's. */
+  target?: string;
+  /** An image to create the sandbox from (with `resources`). Not with `snapshot`. */
+  image?: string;
+  /** The snapshot to create the sandbox from. Default: Daytona's default snapshot. */
+  snapshot?: string;
+  /** Variables for the sandbox and every command. */
+  env?: Readonly<Record<string, string>>;
+  /** Labels put on a sandbox this workspace creates (besides its own `ws.*` keys). */
+  labels?: Readonly<Record<string, string>>;
+  /** CPU cores, memory and disk (GiB) of a sandbox created from `image`. */
+  resources?: DaytonaResources;
+  /**
+   * Minutes without activity after which Daytona stops the sandbox (0: never). While the workspace is
+   * open its activity is refreshed every minute; a host that goes away leaves it to stop by itself.
+   * Default: Daytona's (15).
+   */
+  autoStopInterval?: number;
+  /** How long creating, starting, stopping or deleting the sandbox may take, in milliseconds. Default: 300 000. */
+  timeoutMs?: number;
+  /** Owner tag put in the sandbox's labels (`ws.owner`), for reaping. Default: `ws`. */
+  owner?: string;
+  /** Start the gateway when the sandbox has node 18 or newer. Default: true. */
+  gateway?: boolean;
+}
+
+const DAYTONA_KEYS = [
+  'apiKey',
+  'apiUrl',
+  'target',
+  'image',
+  'snapshot',
+  'env',
+  'labels',
+  'resources',
+  'autoStopInterval',
+  'timeoutMs',
+  'owner',
+  'gateway',
+] as const satisfies readonly (keyof DaytonaWorkspaceOptions)[];
+
+const RESERVED = /^ws\./;
+
+function invalid(message: string, details: Record<string, unknown>): WsError {
+  return new WsError('INVALID_ARGUMENT', message, { details });
+}
+
+/**
+ * A workspace in a Daytona sandbox, through the official `@daytonaio/sdk`. The sandbox carries the
+ * workspace id in its labels (`ws.workspace.id`) and is found by it again, started when stopped or
+ * archived; `close()` stops it (files kept), `destroy()` deletes it. Tool calls and MCP go through the
+ * in-sandbox gateway, reached over one long-lived session command's input and log stream.
+ */
+export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
+  /** @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a `ws.` label or an unsafe workspace id. */
+  constructor(options: DaytonaWorkspaceOptions = {}) {
+    checkOptionKeys('DaytonaWorkspace', options, DAYTONA_KEYS);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_DAYTONA_TIMEOUT_MS;
+    if (!Number.isInteger(timeoutMs) || timeoutMs < 10_000)
+      throw invalid(`timeoutMs must be a whole number of at least 10 000, not ${timeoutMs}`, { timeoutMs });
+    const { autoStopInterval } = options;
+    if (autoStopInterval !== undefined && (!Number.isInteger(autoStopInterval) || autoStopInterval < 0))
+      throw invalid(`autoStopInterval must be a whole number of minutes, not ${autoStopInterval}`, {
+        autoStopInterval,
+      });
+    if (options.image && options.snapshot)
+      throw invalid('Give image or snapshot, not both', { image: options.image, snapshot: options.snapshot });
+    if (options.resources && !options.image)
+      throw invalid('resources apply to a sandbox created from an image: give image too', {});
+    const reserved = Object.keys(options.labels ?? {}).filter((key) => RESERVED.test(key));
+    if (reserved.length > 0)
+      throw invalid(`Label keys starting with "ws." are the workspace's own: ${reserved.join(', ')}`, {
+        keys: reserved,
+      });
+    super({
+      ...engineOptions(options),
+      provider: new DaytonaProvider({
+        apiKey: options.apiKey,
+        apiUrl: options.apiUrl,
+        target: options.target,
+        image: options.image,
+        snapshot: options.snapshot,
+        env: options.env,
+        labels: options.labels,
+        resources: options.resources,
+        autoStopInterval,
+        timeoutMs,
+        owner: options.owner,
+        gateway: options.gateway,
+      }),
+    });
+  }
+
+  /** The id of the Daytona sandbox this workspace is attached to, once initialized. */
+  get sandboxId(): string | undefined {
+    return this.provider.sandboxId;
+  }
+
+  /** Milliseconds the last initialize took to find, start or create the sandbox. */
+  get attachMs(): number | undefined {
+    return this.provider.attachMs;
+  }
+
+  /** Milliseconds the gateway took to start and answer, once it did. */
+  get gatewayStartMs(): number | undefined {
+    return this.provider.gatewayStartMs;
+  }
+}

@@ -1,0 +1,73 @@
+import {
+  DaytonaAuthenticationError,
+  DaytonaConnectionError,
+  DaytonaFileNotFoundError,
+  DaytonaForbiddenError,
+  DaytonaGoneError,
+  DaytonaNotFoundError,
+  DaytonaRateLimitError,
+  DaytonaServiceUnavailableError,
+  DaytonaTimeoutError,
+} from '@daytonaio/sdk';
+import { isWsError, WsError } from '@ws/core';
+import { fileErrorFromMessage, isNetworkFailure } from '@ws/core/backend';
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * The WsError for an error of the Daytona SDK: a missing file is `NOT_FOUND`; a sandbox that is gone
+ * (deleted, or not started any more) is `BACKEND_UNAVAILABLE`, never `NOT_FOUND`; a refused or missing
+ * key is `PERMISSION_DENIED`; a rate limit or an unreachable service is `BACKEND_UNAVAILABLE`.
+ */
+export function translateDaytonaError(error: unknown, what: string, path?: string): WsError {
+  if (isWsError(error)) return error;
+  const message = messageOf(error);
+  const details = path !== undefined ? { path } : undefined;
+  const notFound = () =>
+    new WsError('NOT_FOUND', `${path ?? what}: no such file or directory`, {
+      cause: error,
+      ...(details ? { details } : {}),
+    });
+  if (error instanceof DaytonaFileNotFoundError) return notFound();
+  if (error instanceof DaytonaNotFoundError && path !== undefined && !/sandbox/i.test(message))
+    return notFound();
+  if (
+    error instanceof DaytonaNotFoundError ||
+    error instanceof DaytonaGoneError ||
+    /is not started|sandbox .*not found/i.test(message)
+  )
+    return new WsError('BACKEND_UNAVAILABLE', `The Daytona sandbox is gone (${what}): ${message}`, {
+      cause: error,
+      details: { lost: true },
+    });
+  if (
+    error instanceof DaytonaAuthenticationError ||
+    error instanceof DaytonaForbiddenError ||
+    /api key or jwt token is required/i.test(message)
+  )
+    return new WsError('PERMISSION_DENIED', `Daytona refused the credentials (${what}): ${message}`, {
+      cause: error,
+    });
+  if (error instanceof DaytonaRateLimitError)
+    return new WsError('BACKEND_UNAVAILABLE', `Daytona is rate-limiting this key (${what}): ${message}`, {
+      cause: error,
+    });
+  if (error instanceof DaytonaTimeoutError)
+    return new WsError('TIMEOUT', `Daytona did not answer in time (${what}): ${message}`, { cause: error });
+  const fileError = fileErrorFromMessage(error, message, path ?? what, details);
+  if (fileError) return fileError;
+  if (
+    error instanceof DaytonaConnectionError ||
+    error instanceof DaytonaServiceUnavailableError ||
+    isNetworkFailure(error, message)
+  )
+    return new WsError('BACKEND_UNAVAILABLE', `Daytona cannot be reached (${what}): ${message}`, {
+      cause: error,
+    });
+  return new WsError('BACKEND_ERROR', `Daytona ${what} failed: ${message}`, {
+    cause: error,
+    ...(details ? { details } : {}),
+  });
+}

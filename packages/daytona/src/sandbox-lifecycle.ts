@@ -1,0 +1,106 @@
+import type { Daytona, Sandbox } from '@daytonaio/sdk';
+import { WsError } from '@ws/core';
+import { type DaytonaConnection, newClient } from './client.js';
+import { translateDaytonaError } from './errors.js';
+
+/** The labels a workspace puts on its sandboxes, so they are found again and reaped (E2B's keys). */
+export const LABELS = {
+  id: 'ws.workspace.id',
+  owner: 'ws.owner',
+  created: 'ws.created',
+} as const;
+
+/** States a sandbox leaves by itself: waited out. */
+const STARTING = new Set([
+  'creating',
+  'restoring',
+  'starting',
+  'resuming',
+  'pulling_snapshot',
+  'pending_build',
+  'building_snapshot',
+]);
+const STOPPING = new Set(['stopping', 'pausing', 'archiving']);
+/** States `start()` brings back. */
+const STOPPED = new Set(['stopped', 'archived', 'paused']);
+/** States of a sandbox on its way out: never picked. */
+const GONE = new Set(['destroying', 'destroyed', 'build_failed']);
+
+function createdAt(sandbox: Sandbox): number {
+  return Date.parse(sandbox.labels?.[LABELS.created] ?? '') || Date.parse(sandbox.createdAt ?? '') || 0;
+}
+
+/**
+ * Every sandbox carrying the workspace id (except those being deleted), newest first. A failed
+ * listing is an error, never "none", which would create a second sandbox for the id.
+ */
+export async function findSandboxes(daytona: Daytona, workspaceId: string): Promise<Sandbox[]> {
+  const found: Sandbox[] = [];
+  try {
+    for await (const sandbox of daytona.list({ labels: { [LABELS.id]: workspaceId }, limit: 100 })) {
+      // The filter is the service's; the check is ours (a sandbox of another id is never touched).
+      if (sandbox.labels?.[LABELS.id] !== workspaceId) continue;
+      if (GONE.has(sandbox.state ?? '')) continue;
+      found.push(sandbox);
+    }
+  } catch (error) {
+    throw translateDaytonaError(error, 'listing the sandboxes');
+  }
+  return found.sort((a, b) => createdAt(b) - createdAt(a) || (a.id < b.id ? -1 : 1));
+}
+
+/**
+ * Brings a found sandbox to `started`: a stopped, archived or paused one is started, one on its way
+ * there is waited for, a recoverable error is recovered; any other error is `BACKEND_ERROR`.
+ */
+export async function readySandbox(sandbox: Sandbox, timeoutSeconds: number): Promise<Sandbox> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  const left = () => Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+  try {
+    for (;;) {
+      const state = sandbox.state ?? 'unknown';
+      if (state === 'started') return sandbox;
+      if (Date.now() > deadline)
+        throw new WsError(
+          'TIMEOUT',
+          `The Daytona sandbox ${sandbox.id} stayed ${state} for ${timeoutSeconds} s`,
+        );
+      if (STOPPED.has(state)) await sandbox.start(left());
+      else if (STARTING.has(state)) await sandbox.waitUntilStarted(left());
+      else if (STOPPING.has(state)) {
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        await sandbox.refreshData();
+      } else if (state === 'error' && sandbox.recoverable) await sandbox.recover(left());
+      else
+        throw new WsError(
+          'BACKEND_ERROR',
+          `The Daytona sandbox ${sandbox.id} is ${state}${sandbox.errorReason ? ` (${sandbox.errorReason})` : ''} and cannot be started`,
+          { details: { sandboxId: sandbox.id, state } },
+        );
+      if (!STOPPING.has(state)) await sandbox.refreshData();
+    }
+  } catch (error) {
+    throw translateDaytonaError(error, `starting sandbox ${sandbox.id}`);
+  }
+}
+
+/**
+ * Deletes the sandboxes whose labels name `owner` (all of them, in any state), and returns their
+ * ids: for tests and for cleaning up after a crashed service.
+ */
+export async function deleteOwnedSandboxes(
+  owner: string,
+  connection: DaytonaConnection = {},
+): Promise<string[]> {
+  if (!owner) throw new WsError('INVALID_ARGUMENT', 'An owner tag is required');
+  const daytona = newClient(connection);
+  try {
+    const owned: Sandbox[] = [];
+    for await (const sandbox of daytona.list({ labels: { [LABELS.owner]: owner }, limit: 100 }))
+      if (sandbox.labels?.[LABELS.owner] === owner) owned.push(sandbox);
+    await Promise.all(owned.map((sandbox) => sandbox.delete(120).catch(() => {})));
+    return owned.map((sandbox) => sandbox.id);
+  } finally {
+    await daytona[Symbol.asyncDispose]();
+  }
+}

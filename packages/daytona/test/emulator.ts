@@ -1,0 +1,37 @@
+import { existsSync } from 'node:fs';
+import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
+import { EMULATOR_BIN, type EmulatorProcess, launchEmulator } from '@ws/emulators';
+
+/** The image behind the emulator's `default` snapshot: the one of @ws/docker. */
+export const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
+
+/** Why the emulated suites cannot run here (no engine, image or built emulator), or undefined. */
+export async function emulatorProblem(): Promise<string | undefined> {
+  const problem = await dockerProblem(image);
+  if (problem) return `the Daytona emulator needs Docker: ${problem}`;
+  if (!existsSync(EMULATOR_BIN))
+    return `${EMULATOR_BIN} is missing: build @ws/emulators first (npm test does)`;
+  return undefined;
+}
+
+export interface EmulatorConnection {
+  apiKey: string;
+  apiUrl: string;
+}
+
+let emulator: Promise<EmulatorProcess> | undefined;
+
+/** The connection options of one emulator per test file, started on first use (`ws-emulator daytona`). */
+export async function connection(): Promise<EmulatorConnection> {
+  emulator ??= launchEmulator('daytona', ['--snapshot', `default=${image}`], {
+    trace: process.env.WS_DAYTONA_TRACE !== undefined,
+  });
+  const { env } = await emulator;
+  return { apiKey: env.DAYTONA_API_KEY!, apiUrl: env.DAYTONA_API_URL! };
+}
+
+export async function stopEmulator(): Promise<void> {
+  const running = emulator;
+  emulator = undefined;
+  await (await running?.catch(() => undefined))?.stop();
+}
