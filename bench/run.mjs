@@ -13,6 +13,7 @@ const SCENARIOS = [
   'docker',
   'e2b',
   'daytona',
+  'k8s',
   'search-tree',
   'install-size',
 ];

@@ -90,6 +90,18 @@ const SCENARIOS = [
     brings: ['@daytonaio/sdk', 'dockerode'],
     forbids: VENDOR_SDKS.filter((name) => !['@daytonaio/sdk', 'dockerode', 'e2b'].includes(name)),
   },
+  {
+    name: 'k8s',
+    packages: ['@ws/core', '@ws/k8s'],
+    brings: ['@kubernetes/client-node'],
+    forbids: VENDOR_SDKS.filter((name) => name !== '@kubernetes/client-node'),
+  },
+  {
+    name: 'k8s-emulated',
+    packages: ['@ws/core', '@ws/k8s', '@ws/emulators'],
+    brings: ['@kubernetes/client-node', 'dockerode'],
+    forbids: VENDOR_SDKS.filter((name) => !['@kubernetes/client-node', 'dockerode', 'e2b'].includes(name)),
+  },
   { name: 'cli', packages: ['@ws/core', '@ws/local', '@ws/cli'], brings: [], forbids: VENDOR_SDKS },
 ];
 

@@ -1,0 +1,383 @@
+import type {
+  CoreV1Api,
+  V1PersistentVolumeClaim,
+  V1Pod,
+  V1ResourceRequirements,
+  V1Toleration,
+} from '@kubernetes/client-node';
+import { WsError } from '@ws/core';
+import { layoutPaths, shellQuote, throwIfAborted } from '@ws/core/backend';
+import { httpCode, statusOf, translateK8sError } from './errors.js';
+import { POD_WORKDIR } from './k8s-sandbox.js';
+import { ANNOTATIONS, belongsTo, workspaceLabels } from './names.js';
+
+/** The container of a workspace's Pod. */
+export const CONTAINER_NAME = 'workspace';
+const VOLUME_NAME = 'workspace';
+/** Waiting reasons and conditions that will not pass by themselves: initialize fails at once on them. */
+const FATAL_WAITING = new Set([
+  'ErrImagePull',
+  'ImagePullBackOff',
+  'InvalidImageName',
+  'ErrImageNeverPull',
+  'CrashLoopBackOff',
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+]);
+const GONE_WAIT_MS = 60_000;
+
+/** What a workspace's Pod and PVC are made of. */
+export interface PodSettings {
+  image: string;
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never' | undefined;
+  imagePullSecrets?: readonly string[] | undefined;
+  storageSize: string;
+  storageClassName?: string | undefined;
+  resources?: V1ResourceRequirements | undefined;
+  env?: Readonly<Record<string, string>> | undefined;
+  labels?: Readonly<Record<string, string>> | undefined;
+  nodeSelector?: Readonly<Record<string, string>> | undefined;
+  tolerations?: readonly V1Toleration[] | undefined;
+  serviceAccount?: string | undefined;
+  owner: string;
+  /** How long to wait for the Pod to run, in milliseconds. */
+  timeoutMs: number;
+}
+
+/** PID 1 of the Pod: lays the workdir out, then waits, exiting at once on SIGTERM. */
+function podCommand(): string[] {
+  const { dataDir, skillsDir, skillSeedDir, sessionsDir } = layoutPaths(POD_WORKDIR);
+  const [data, sessions, skills, seed] = [dataDir, sessionsDir, skillsDir, skillSeedDir].map((path) =>
+    shellQuote(path),
+  );
+  return [
+    'sh',
+    '-c',
+    [
+      `mkdir -p ${data} ${sessions} 2>/dev/null`,
+      `if [ ! -d ${skills} ] || [ -d ${seed} ]; then mkdir -p ${seed} 2>/dev/null; fi`,
+      'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done',
+    ].join('\n'),
+  ];
+}
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      signal?.removeEventListener('abort', aborted);
+      resolve();
+    }
+    function aborted() {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    }
+    signal?.addEventListener('abort', aborted, { once: true });
+  });
+
+/**
+ * The Pod and the PVC of one workspace id, through the core API: found by name, checked to be this
+ * workspace's by their labels and id annotation before anything is done to them (an object of the
+ * same name that is not is a `CONFLICT`, never changed), created, waited for and deleted.
+ */
+export class WorkspaceObjects {
+  constructor(
+    private readonly core: CoreV1Api,
+    readonly namespace: string,
+    readonly name: string,
+    private readonly workspaceId: string,
+    private readonly settings: PodSettings,
+  ) {}
+
+  private metadata() {
+    return {
+      name: this.name,
+      namespace: this.namespace,
+      labels: workspaceLabels(this.workspaceId, this.settings.owner, this.settings.labels),
+      annotations: { [ANNOTATIONS.id]: this.workspaceId, [ANNOTATIONS.created]: new Date().toISOString() },
+    };
+  }
+
+  private own<
+    T extends { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> } },
+  >(found: T, kind: string): T {
+    if (!belongsTo(found.metadata, this.workspaceId))
+      throw new WsError(
+        'CONFLICT',
+        `A ${kind} named ${this.name} exists in namespace ${this.namespace} but is not this workspace's; it is left alone`,
+        { details: { kind, name: this.name, namespace: this.namespace } },
+      );
+    return found;
+  }
+
+  /** The Pod; `foreign: 'missing'` reads another's Pod of the same name as none (for deleting). */
+  async readPod(foreign: 'conflict' | 'missing' = 'conflict'): Promise<V1Pod | undefined> {
+    try {
+      const found = await this.core.readNamespacedPod({ name: this.name, namespace: this.namespace });
+      if (foreign === 'missing' && !belongsTo(found.metadata, this.workspaceId)) return undefined;
+      return this.own(found, 'Pod');
+    } catch (error) {
+      if (httpCode(error) === 404) return undefined;
+      throw translateK8sError(error, `reading Pod ${this.name}`);
+    }
+  }
+
+  async readClaim(
+    foreign: 'conflict' | 'missing' = 'conflict',
+  ): Promise<V1PersistentVolumeClaim | undefined> {
+    try {
+      const found = await this.core.readNamespacedPersistentVolumeClaim({
+        name: this.name,
+        namespace: this.namespace,
+      });
+      if (foreign === 'missing' && !belongsTo(found.metadata, this.workspaceId)) return undefined;
+      return this.own(found, 'PersistentVolumeClaim');
+    } catch (error) {
+      if (httpCode(error) === 404) return undefined;
+      throw translateK8sError(error, `reading PersistentVolumeClaim ${this.name}`);
+    }
+  }
+
+  /** Creates the namespace when the API says it is missing (a user without the right gets that error). */
+  private async inNamespace<T>(create: () => Promise<T>, what: string): Promise<T> {
+    try {
+      return await create();
+    } catch (error) {
+      const status = statusOf(error);
+      if (status?.code !== 404 || !/namespace/i.test(status.message ?? '')) throw error;
+    }
+    try {
+      await this.core.createNamespace({
+        body: {
+          metadata: { name: this.namespace, labels: { 'app.kubernetes.io/managed-by': 'ws' } },
+        },
+      });
+    } catch (error) {
+      if (httpCode(error) !== 409)
+        throw translateK8sError(error, `creating namespace ${this.namespace} for ${what}`);
+    }
+    return create();
+  }
+
+  /** The PVC, created when missing (one being deleted is waited out first). */
+  async ensureClaim(signal?: AbortSignal): Promise<void> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const found = await this.readClaim();
+      if (found && !found.metadata?.deletionTimestamp) return;
+      if (found) {
+        await this.waitGone(() => this.readClaim(), 'PersistentVolumeClaim', signal);
+        continue;
+      }
+      try {
+        await this.inNamespace(
+          () =>
+            this.core.createNamespacedPersistentVolumeClaim({
+              namespace: this.namespace,
+              body: {
+                metadata: this.metadata(),
+                spec: {
+                  accessModes: ['ReadWriteOnce'],
+                  resources: { requests: { storage: this.settings.storageSize } },
+                  ...(this.settings.storageClassName
+                    ? { storageClassName: this.settings.storageClassName }
+                    : {}),
+                },
+              },
+            }),
+          `PersistentVolumeClaim ${this.name}`,
+        );
+        return;
+      } catch (error) {
+        // Another host created it first: read it again.
+        if (httpCode(error) !== 409)
+          throw translateK8sError(error, `creating PersistentVolumeClaim ${this.name}`);
+      }
+    }
+    throw new WsError(
+      'CONFLICT',
+      `The PersistentVolumeClaim ${this.name} kept changing while being attached`,
+    );
+  }
+
+  private podBody(): V1Pod {
+    const settings = this.settings;
+    return {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: this.metadata(),
+      spec: {
+        restartPolicy: 'OnFailure',
+        terminationGracePeriodSeconds: 5,
+        // The agent runs in this Pod: no API token in it unless a service account is asked for.
+        automountServiceAccountToken: settings.serviceAccount !== undefined,
+        ...(settings.serviceAccount ? { serviceAccountName: settings.serviceAccount } : {}),
+        ...(settings.nodeSelector ? { nodeSelector: { ...settings.nodeSelector } } : {}),
+        ...(settings.tolerations ? { tolerations: [...settings.tolerations] } : {}),
+        ...(settings.imagePullSecrets
+          ? { imagePullSecrets: settings.imagePullSecrets.map((name) => ({ name })) }
+          : {}),
+        containers: [
+          {
+            name: CONTAINER_NAME,
+            image: settings.image,
+            ...(settings.imagePullPolicy ? { imagePullPolicy: settings.imagePullPolicy } : {}),
+            command: podCommand(),
+            workingDir: POD_WORKDIR,
+            env: Object.entries(settings.env ?? {}).map(([name, value]) => ({ name, value })),
+            ...(settings.resources ? { resources: settings.resources } : {}),
+            volumeMounts: [{ name: VOLUME_NAME, mountPath: POD_WORKDIR }],
+            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          },
+        ],
+        volumes: [{ name: VOLUME_NAME, persistentVolumeClaim: { claimName: this.name } }],
+      },
+    };
+  }
+
+  /**
+   * The Pod, running: a running or pending one is reused; one being deleted is waited out and one
+   * that ended is deleted, then a new one is created. Fails fast on an image that cannot be pulled,
+   * a Pod that cannot be scheduled or a container that cannot start, deleting the Pod it created.
+   * Returns whether it created the Pod.
+   */
+  async ensurePod(signal?: AbortSignal): Promise<{ created: boolean }> {
+    for (let attempt = 0; attempt < 20; attempt++) {
+      throwIfAborted(signal);
+      const found = await this.readPod();
+      if (found?.metadata?.deletionTimestamp) {
+        await this.waitGone(() => this.readPod(), 'Pod', signal);
+        continue;
+      }
+      if (found) {
+        const phase = found.status?.phase;
+        if (phase === 'Running' || phase === 'Pending') {
+          await this.waitRunning(false, signal);
+          return { created: false };
+        }
+        await this.deletePod();
+        continue;
+      }
+      try {
+        await this.core.createNamespacedPod({ namespace: this.namespace, body: this.podBody() });
+      } catch (error) {
+        if (httpCode(error) === 409) continue;
+        throw translateK8sError(error, `creating Pod ${this.name}`);
+      }
+      await this.waitRunning(true, signal);
+      return { created: true };
+    }
+    throw new WsError('CONFLICT', `The Pod ${this.name} kept changing while being attached`);
+  }
+
+  /** Polls the Pod until it runs; `created`: delete it on a failure that will not pass. */
+  private async waitRunning(created: boolean, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + this.settings.timeoutMs;
+    let delay = 100;
+    for (;;) {
+      const pod = await this.readPod();
+      if (!pod || pod.metadata?.deletionTimestamp)
+        throw new WsError('BACKEND_UNAVAILABLE', `The Pod ${this.name} went away while starting`, {
+          details: { pod: this.name },
+        });
+      const container = pod.status?.containerStatuses?.find((status) => status.name === CONTAINER_NAME);
+      if (pod.status?.phase === 'Running' && container?.state?.running) return;
+      const waiting = container?.state?.waiting;
+      const unschedulable = pod.status?.conditions?.find(
+        (condition) =>
+          condition.type === 'PodScheduled' &&
+          condition.status === 'False' &&
+          condition.reason === 'Unschedulable',
+      );
+      const ended = pod.status?.phase === 'Failed' || pod.status?.phase === 'Succeeded';
+      const reason = unschedulable
+        ? 'Unschedulable'
+        : waiting?.reason && FATAL_WAITING.has(waiting.reason)
+          ? waiting.reason
+          : ended
+            ? `Pod${pod.status?.phase}`
+            : undefined;
+      if (reason) {
+        const message = unschedulable?.message ?? waiting?.message ?? pod.status?.message ?? '';
+        if (created) await this.deletePod().catch(() => {});
+        throw new WsError(
+          'BACKEND_ERROR',
+          `The Pod ${this.name} cannot run (${reason})${message ? `: ${message}` : ''}`,
+          {
+            details: {
+              pod: this.name,
+              namespace: this.namespace,
+              reason,
+              message,
+              image: this.settings.image,
+            },
+          },
+        );
+      }
+      if (Date.now() > deadline) {
+        if (created) await this.deletePod().catch(() => {});
+        throw new WsError(
+          'TIMEOUT',
+          `The Pod ${this.name} did not run within ${this.settings.timeoutMs} ms (phase ${pod.status?.phase}${waiting?.reason ? `, ${waiting.reason}` : ''})`,
+          { details: { pod: this.name, reason: waiting?.reason } },
+        );
+      }
+      await sleep(delay, signal);
+      delay = Math.min(1_000, Math.round(delay * 1.5));
+    }
+  }
+
+  /** Deletes the Pod (only the one this workspace's labels name) and waits until it is gone. */
+  async deletePod(signal?: AbortSignal): Promise<void> {
+    const found = await this.readPod('missing');
+    if (!found) return;
+    try {
+      await this.core.deleteNamespacedPod({
+        name: this.name,
+        namespace: this.namespace,
+        // Only the object just read: a Pod re-created meanwhile by someone else stays.
+        body: { preconditions: { uid: found.metadata?.uid } },
+      });
+    } catch (error) {
+      if (httpCode(error) !== 404 && httpCode(error) !== 409)
+        throw translateK8sError(error, `deleting Pod ${this.name}`);
+    }
+    await this.waitGone(() => this.readPod('missing'), 'Pod', signal);
+  }
+
+  /** Deletes the PVC (only this workspace's) and waits until it is gone (its Pod must be gone first). */
+  async deleteClaim(signal?: AbortSignal): Promise<void> {
+    const found = await this.readClaim('missing');
+    if (!found) return;
+    if (!found.metadata?.deletionTimestamp) {
+      try {
+        await this.core.deleteNamespacedPersistentVolumeClaim({
+          name: this.name,
+          namespace: this.namespace,
+          body: { preconditions: { uid: found.metadata?.uid } },
+        });
+      } catch (error) {
+        if (httpCode(error) !== 404 && httpCode(error) !== 409)
+          throw translateK8sError(error, `deleting PersistentVolumeClaim ${this.name}`);
+      }
+    }
+    await this.waitGone(() => this.readClaim('missing'), 'PersistentVolumeClaim', signal);
+  }
+
+  private async waitGone(read: () => Promise<unknown>, kind: string, signal?: AbortSignal): Promise<void> {
+    const deadline = Date.now() + GONE_WAIT_MS;
+    let delay = 100;
+    while (await read()) {
+      if (Date.now() > deadline)
+        throw new WsError(
+          'TIMEOUT',
+          `The ${kind} ${this.name} was still being deleted after ${GONE_WAIT_MS} ms`,
+          {
+            details: { kind, name: this.name },
+          },
+        );
+      await sleep(delay, signal);
+      delay = Math.min(1_000, Math.round(delay * 1.5));
+    }
+  }
+}

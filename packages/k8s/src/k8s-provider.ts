@@ -1,0 +1,217 @@
+import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
+import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import {
+  Attachments,
+  type Provider,
+  type ProviderOpenOptions,
+  type ProviderSession,
+  throwIfAborted,
+} from '@ws/core/backend';
+import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { CONTAINER_NAME, type PodSettings, WorkspaceObjects } from './k8s-objects.js';
+import { K8sSandbox, POD_WORKDIR } from './k8s-sandbox.js';
+import { objectName } from './names.js';
+
+/** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
+const GATEWAY_HOME = '/tmp/.ws';
+/** Where each workspace object attached to the Pod keeps its record (see {@link Attachments}). */
+const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
+const ATTACH_EVERY_MS = 60_000;
+/** A record not touched for this long belongs to a host that went away. */
+const STALE_SECONDS = 180;
+
+/** Options of {@link K8sProvider}. */
+export interface K8sProviderOptions extends Omit<PodSettings, 'owner'> {
+  /** A loaded configuration (never changed), or the path of a kubeconfig file; default: the usual lookup. */
+  kubeConfig?: KubeConfig | string | undefined;
+  namespace?: string | undefined;
+  owner?: string | undefined;
+  deletePvcOnClose?: boolean | undefined;
+  gateway?: boolean | undefined;
+}
+
+/**
+ * One Pod and one PersistentVolumeClaim per workspace id, both named after the id and labelled with
+ * it. `open` creates the PVC and the Pod (or re-attaches to the running Pod), then installs the
+ * gateway and runs it over one exec's stdin and stdout. `close` deletes the Pod (unless another
+ * workspace object still uses it) and keeps the PVC; `destroy` deletes both.
+ */
+export class K8sProvider implements Provider {
+  readonly backend = 'k8s';
+  readonly description = 'Kubernetes-Pod-based';
+  readonly expectedWorkdir = POD_WORKDIR;
+  readonly isolation = 'container' as const;
+  readonly mcp = true;
+  readonly persistent = true;
+  private config: KubeConfig | undefined;
+  private objects: WorkspaceObjects | undefined;
+  private direct: K8sSandbox | undefined;
+  private session: WsSandbox | undefined;
+  private link: GatewayLink | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  private bundleBytes: Promise<Uint8Array> | undefined;
+  private readonly attachments = new Attachments(ATTACHED_DIR, STALE_SECONDS);
+  /** Milliseconds the last open took to find or create the Pod (before the gateway). */
+  attachMs: number | undefined;
+  /** Whether the last open created the Pod (false: it re-attached to a running one). */
+  createdPod: boolean | undefined;
+
+  constructor(private readonly options: K8sProviderOptions) {}
+
+  /** The Pod's (and the PVC's) name, once known. */
+  get podName(): string | undefined {
+    return this.objects?.name;
+  }
+
+  /** The namespace, once known. */
+  get namespace(): string | undefined {
+    return this.objects?.namespace;
+  }
+
+  /** Milliseconds the gateway took to start, once it answered. */
+  get gatewayStartMs(): number | undefined {
+    return this.link?.startedMs;
+  }
+
+  private kubeConfig(): KubeConfig {
+    if (this.config) return this.config;
+    const given = this.options.kubeConfig;
+    if (given instanceof KubeConfig) this.config = given;
+    else {
+      const config = new KubeConfig();
+      try {
+        if (typeof given === 'string') config.loadFromFile(given);
+        else config.loadFromDefault();
+      } catch (error) {
+        throw new WsError(
+          'INVALID_ARGUMENT',
+          `The kubeconfig ${typeof given === 'string' ? given : '(default lookup)'} cannot be loaded: ${(error as Error).message}`,
+          { cause: error },
+        );
+      }
+      this.config = config;
+    }
+    return this.config;
+  }
+
+  private identify(workspaceId: string): WorkspaceObjects {
+    const config = this.kubeConfig();
+    const namespace =
+      this.options.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
+    this.objects = new WorkspaceObjects(
+      config.makeApiClient(CoreV1Api),
+      namespace,
+      objectName(workspaceId),
+      workspaceId,
+      { ...this.options, owner: this.options.owner ?? 'ws' },
+    );
+    return this.objects;
+  }
+
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
+    throwIfAborted(options.signal);
+    // A Pod lost from outside is opened again on the same object: what belonged to the old one goes.
+    await this.release();
+    const began = performance.now();
+    const objects = this.identify(options.workspaceId);
+    await objects.ensureClaim(options.signal);
+    const { created } = await objects.ensurePod(options.signal);
+    this.createdPod = created;
+    this.attachMs = performance.now() - began;
+    const direct = new K8sSandbox(new Exec(this.kubeConfig()), {
+      namespace: objects.namespace,
+      pod: objects.name,
+      container: CONTAINER_NAME,
+    });
+    this.direct = direct;
+    const warnings: string[] = [];
+    this.startKeepAlive();
+    if (this.options.gateway === false)
+      return this.attach({ sandbox: direct, workdir: POD_WORKDIR, warnings });
+    const { session, link } = await openRemoteGateway(
+      {
+        direct,
+        // One exec whose socket stays open: the gateway serves every request over its stdin and stdout.
+        start: (argv) => direct.spawn(argv, { cwd: '/' }),
+        home: GATEWAY_HOME,
+        workdir: POD_WORKDIR,
+        bundle: () => this.bundle(),
+        via: 'exec',
+        noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through exec directly, and MCP servers cannot run`,
+      },
+      options,
+      warnings,
+    );
+    this.link = link;
+    return this.attach(session);
+  }
+
+  /** Records this object among the Pod's users. */
+  private async attach(session: ProviderSession): Promise<ProviderSession> {
+    this.session = session.sandbox;
+    await this.touchAttachment();
+    return session;
+  }
+
+  private async touchAttachment(): Promise<void> {
+    await this.attachments.touch(this.session);
+  }
+
+  /** Removes this object's record; true when another object that may still be open has a fresh one. */
+  private detach(): Promise<boolean> {
+    return this.attachments.release(this.session);
+  }
+
+  private startKeepAlive(): void {
+    this.keepAlive = setInterval(() => void this.touchAttachment().catch(() => {}), ATTACH_EVERY_MS);
+    this.keepAlive.unref();
+  }
+
+  /** The gateway bundle this package ships (read once). */
+  private bundle(): Promise<Uint8Array> {
+    this.bundleBytes ??= readGatewayAsset(import.meta.url);
+    return this.bundleBytes;
+  }
+
+  /** True while the Pod exists, is not being deleted, and runs. */
+  async alive(): Promise<boolean> {
+    const objects = this.objects;
+    if (!objects || !this.direct) return false;
+    const pod = await objects.readPod().catch(() => undefined);
+    return pod !== undefined && !pod.metadata?.deletionTimestamp && pod.status?.phase === 'Running';
+  }
+
+  /** Stops the gateway and the processes this object spawned, and forgets the Pod. */
+  private async release(): Promise<void> {
+    if (this.keepAlive) clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+    this.session = undefined;
+    const link = this.link;
+    this.link = undefined;
+    const direct = this.direct;
+    this.direct = undefined;
+    await link?.stop().catch(() => {});
+    await direct?.killSpawned().catch(() => {});
+  }
+
+  /**
+   * Stops the gateway (and the MCP servers it runs) and deletes the Pod unless another workspace
+   * object still uses it; the PVC stays (and goes too with `deletePvcOnClose`).
+   */
+  async close(options: CallOptions = {}): Promise<void> {
+    const objects = this.objects;
+    const shared = this.session ? await this.detach() : false;
+    await this.release();
+    if (!objects || shared) return;
+    await objects.deletePod(options.signal);
+    if (this.options.deletePvcOnClose) await objects.deleteClaim(options.signal);
+  }
+
+  /** Deletes the workspace's Pod and PVC (only objects carrying its id), waiting until both are gone. */
+  async destroy(options: ProviderOpenOptions): Promise<void> {
+    await this.release();
+    const objects = this.identify(options.workspaceId);
+    await objects.deletePod(options.signal);
+    await objects.deleteClaim(options.signal);
+  }
+}

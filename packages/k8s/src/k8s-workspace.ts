@@ -1,0 +1,169 @@
+import type { KubeConfig, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
+import type { CommonWorkspaceOptions } from '@ws/core';
+import { WsError } from '@ws/core';
+import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { K8sProvider } from './k8s-provider.js';
+import { isLabelValue, LABELS } from './names.js';
+
+/** The Pod image when none is given: any image with `sh` works; `node` 18+ adds the gateway and MCP. */
+export const DEFAULT_K8S_IMAGE = 'node:22-bookworm-slim';
+/** How long `initialize()` waits for the Pod to run when `timeoutMs` is not given. */
+export const DEFAULT_K8S_TIMEOUT_MS = 120_000;
+
+/** Options of {@link K8sWorkspace}. */
+export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
+  /**
+   * A kubeconfig file's path, or a loaded `KubeConfig` (used as it is, never changed). Default: the
+   * client's usual lookup (`KUBECONFIG`, `~/.kube/config`, else the in-cluster service account).
+   */
+  kubeconfig?: string | KubeConfig;
+  /** The namespace of the Pod and PVC; created when missing (if allowed). Default: the context's, else `default`. */
+  namespace?: string;
+  /** The Pod's image. Default: {@link DEFAULT_K8S_IMAGE}. */
+  image?: string;
+  /** The container's `imagePullPolicy`. Default: the cluster's. */
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  /** Names of Secrets to pull the image with. */
+  imagePullSecrets?: readonly string[];
+  /** The PVC's requested size (a quantity: `1Gi`, `500Mi`). Default: `1Gi`. */
+  storageSize?: string;
+  /** The PVC's storage class. Default: the cluster's default class. */
+  storageClassName?: string;
+  /** Delete the PVC (the files) on `close()` too. Default: false (`destroy()` deletes it). */
+  deletePvcOnClose?: boolean;
+  /** The container's resource requests and limits (`{ limits: { cpu: '1', memory: '1Gi' } }`). */
+  resources?: V1ResourceRequirements;
+  /** Variables of the Pod's container, seen by every command. */
+  env?: Readonly<Record<string, string>>;
+  /** Labels added to the Pod and PVC (the workspace's own `ws.*` labels cannot be set). */
+  labels?: Readonly<Record<string, string>>;
+  /** The Pod's node selector. */
+  nodeSelector?: Readonly<Record<string, string>>;
+  /** The Pod's tolerations. */
+  tolerations?: readonly V1Toleration[];
+  /**
+   * The Pod's service account. Without one the Pod gets no API token (the agent inside cannot call
+   * the API); with one, its token is mounted as usual.
+   */
+  serviceAccount?: string;
+  /** How long `initialize()` waits for the Pod to run, in milliseconds. Default: {@link DEFAULT_K8S_TIMEOUT_MS}. */
+  timeoutMs?: number;
+  /** Owner tag on the Pod and PVC (`ws.owner`), for reaping. Default: `ws`. */
+  owner?: string;
+  /** Start the gateway when the image has node 18 or newer. Default: true. */
+  gateway?: boolean;
+}
+
+const K8S_KEYS = [
+  'kubeconfig',
+  'namespace',
+  'image',
+  'imagePullPolicy',
+  'imagePullSecrets',
+  'storageSize',
+  'storageClassName',
+  'deletePvcOnClose',
+  'resources',
+  'env',
+  'labels',
+  'nodeSelector',
+  'tolerations',
+  'serviceAccount',
+  'timeoutMs',
+  'owner',
+  'gateway',
+] as const satisfies readonly (keyof K8sWorkspaceOptions)[];
+
+const QUANTITY = /^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const RESERVED_LABELS = new Set<string>(Object.values(LABELS));
+
+function invalid(message: string, details: Record<string, unknown>): WsError {
+  return new WsError('INVALID_ARGUMENT', message, { details });
+}
+
+function checkOptions(options: K8sWorkspaceOptions): void {
+  const { timeoutMs, storageSize, namespace, owner, labels, env } = options;
+  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1_000))
+    throw invalid(`timeoutMs must be a whole number of at least 1 000, not ${timeoutMs}`, { timeoutMs });
+  if (storageSize !== undefined && !QUANTITY.test(storageSize))
+    throw invalid(`storageSize must be a quantity such as 1Gi, not ${JSON.stringify(storageSize)}`, {
+      storageSize,
+    });
+  if (namespace !== undefined && !DNS_LABEL.test(namespace))
+    throw invalid(`namespace ${JSON.stringify(namespace)} is not a valid namespace name`, { namespace });
+  if (owner !== undefined && (owner === '' || !isLabelValue(owner)))
+    throw invalid(`owner ${JSON.stringify(owner)} is not a valid label value`, { owner });
+  for (const [key, value] of Object.entries(labels ?? {})) {
+    if (RESERVED_LABELS.has(key) || key.startsWith('ws.'))
+      throw invalid(`The label ${key} is the workspace's own`, { label: key });
+    if (!isLabelValue(value))
+      throw invalid(`The value of label ${key} is not a valid label value`, { label: key });
+  }
+  for (const name of Object.keys(env ?? {}))
+    if (!ENV_NAME.test(name))
+      throw invalid(`${JSON.stringify(name)} is not an environment variable name`, { name });
+}
+
+/**
+ * A workspace in a Kubernetes Pod with its files on a PersistentVolumeClaim, through
+ * `@kubernetes/client-node`. The Pod and the PVC are named after the workspace id and labelled with
+ * it; a Pod deleted from outside is created again by the next `initialize()`, with the files of the
+ * PVC. `close()` deletes the Pod and keeps the PVC; `destroy()` deletes both. Tool calls and MCP go
+ * through the in-Pod gateway, reached over one exec's stdin and stdout.
+ */
+export class K8sWorkspace extends WorkspaceEngine<K8sProvider> {
+  /** @throws WsError `INVALID_ARGUMENT` for an unknown or malformed option or an unsafe workspace id. */
+  constructor(options: K8sWorkspaceOptions = {}) {
+    checkOptionKeys('K8sWorkspace', options, K8S_KEYS);
+    checkOptions(options);
+    super({
+      ...engineOptions(options),
+      provider: new K8sProvider({
+        kubeConfig: options.kubeconfig,
+        namespace: options.namespace,
+        image: options.image ?? DEFAULT_K8S_IMAGE,
+        imagePullPolicy: options.imagePullPolicy,
+        imagePullSecrets: options.imagePullSecrets,
+        storageSize: options.storageSize ?? '1Gi',
+        storageClassName: options.storageClassName,
+        deletePvcOnClose: options.deletePvcOnClose,
+        resources: options.resources,
+        env: options.env,
+        labels: options.labels,
+        nodeSelector: options.nodeSelector,
+        tolerations: options.tolerations,
+        serviceAccount: options.serviceAccount,
+        timeoutMs: options.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS,
+        owner: options.owner,
+        gateway: options.gateway,
+      }),
+    });
+  }
+
+  /** The name of the Pod (and of the PVC), once initialized. */
+  get podName(): string | undefined {
+    return this.provider.podName;
+  }
+
+  /** The namespace of the Pod and PVC, once initialized. */
+  get namespace(): string | undefined {
+    return this.provider.namespace;
+  }
+
+  /** Milliseconds the last initialize took to find or create the Pod (gateway not included). */
+  get attachMs(): number | undefined {
+    return this.provider.attachMs;
+  }
+
+  /** Whether the last initialize created the Pod (false: it re-attached to a running one). */
+  get createdPod(): boolean | undefined {
+    return this.provider.createdPod;
+  }
+
+  /** Milliseconds the gateway took to start and answer, once it did. */
+  get gatewayStartMs(): number | undefined {
+    return this.provider.gatewayStartMs;
+  }
+}

@@ -1,0 +1,42 @@
+import { existsSync } from 'node:fs';
+import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
+import { EMULATOR_BIN, type EmulatorProcess, launchEmulator, removeK8sEmulatorObjects } from '@ws/emulators';
+
+/** The Pod image of the emulated suites: the one of @ws/docker, run as it is. */
+export const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
+
+/** Why the emulated suites cannot run here (no engine, image or built emulator), or undefined. */
+export async function emulatorProblem(): Promise<string | undefined> {
+  const problem = await dockerProblem(image);
+  if (problem) return `the Kubernetes emulator needs Docker: ${problem}`;
+  if (!existsSync(EMULATOR_BIN))
+    return `${EMULATOR_BIN} is missing: build @ws/emulators first (npm test does)`;
+  return undefined;
+}
+
+export interface EmulatorConnection {
+  /** The kubeconfig file the emulator wrote (removed when it stops). */
+  kubeconfig: string;
+  apiUrl: string;
+  token: string;
+  /** The emulator's instance: its containers and volumes carry `ws.k8s.instance=<instance>`. */
+  instance: string;
+}
+
+let emulator: Promise<EmulatorProcess> | undefined;
+
+/** The connection of one emulator per test file, started on first use (`ws-emulator k8s`). */
+export async function connection(): Promise<EmulatorConnection> {
+  emulator ??= launchEmulator('k8s');
+  const { env, instance } = await emulator;
+  return { kubeconfig: env.KUBECONFIG!, apiUrl: env.K8S_API_URL!, token: env.K8S_TOKEN!, instance };
+}
+
+/** Stops the emulator and removes the containers and volumes of its instance (and nothing else). */
+export async function stopEmulator(): Promise<void> {
+  const running = await emulator?.catch(() => undefined);
+  emulator = undefined;
+  if (!running) return;
+  await running.stop();
+  await removeK8sEmulatorObjects(undefined, { instance: running.instance }).catch(() => {});
+}
