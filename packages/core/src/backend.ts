@@ -45,7 +45,12 @@ export type {
 } from './backend/mcp-connector.js';
 export { toolResultFromMcp } from './backend/mcp-convert.js';
 export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './backend/paths.js';
-export { completeSandbox, POSIX_WRITE_SCRIPTS, temporaryBeside } from './backend/posix-fallbacks.js';
+export {
+  completeSandbox,
+  POSIX_WRITE_SCRIPTS,
+  temporaryBeside,
+  writeThroughTemporary,
+} from './backend/posix-fallbacks.js';
 export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
 export { shellJoin, shellQuote } from './backend/quote.js';
 export { cwdError, enterCwd } from './backend/remote-cwd.js';

@@ -24,11 +24,11 @@ import {
   enterCwd,
   normalizeInput,
   OutputCollector,
-  POSIX_WRITE_SCRIPTS,
   resolveSandboxPath,
   shellJoin,
   shellQuote,
   throwIfAborted,
+  writeThroughTemporary,
 } from '@ws/core/backend';
 import { translateDaytonaError } from './errors.js';
 import { type OutputHandlers, SessionProcess } from './session-process.js';
@@ -256,46 +256,17 @@ export class DaytonaSandbox implements WsSandbox {
     );
   }
 
-  private async writeThrough(
+  private writeThrough(
     path: string,
     options: WriteOptions,
     upload: (temporary: string) => Promise<void>,
   ): Promise<void> {
-    throwIfAborted(options.signal);
-    const requested = resolveSandboxPath(this.workdir, path);
-    const prepared = await this.exec(['sh', '-c', POSIX_WRITE_SCRIPTS.prepare, 'sh', requested], {
-      cwd: '/',
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    if (prepared.exitCode !== 0) {
-      const code = { 65: 'INVALID_ARGUMENT', 67: 'IS_A_DIRECTORY', 68: 'NOT_A_DIRECTORY' }[
-        prepared.exitCode
-      ] as 'INVALID_ARGUMENT' | 'IS_A_DIRECTORY' | 'NOT_A_DIRECTORY' | undefined;
-      throw new WsError(
-        code ?? 'BACKEND_ERROR',
-        `Writing ${requested} failed${code ? '' : `: ${prepared.stderrText.trim()}`}`,
-        { details: { path: requested } },
-      );
-    }
-    const [target = requested, temporary = ''] = prepared.stdoutText.split('\0');
-    try {
-      await upload(temporary);
-      throwIfAborted(options.signal);
-      const mode = options.mode === undefined ? '' : options.mode.toString(8);
-      const committed = await this.exec(
-        ['sh', '-c', POSIX_WRITE_SCRIPTS.commit, 'sh', target, temporary, mode],
-        {
-          cwd: '/',
-        },
-      );
-      if (committed.exitCode !== 0)
-        throw new WsError('BACKEND_ERROR', `Writing ${target} failed: ${committed.stderrText.trim()}`, {
-          details: { path: target },
-        });
-    } catch (error) {
-      await this.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
-      if (options.signal?.aborted) throw abortError(options.signal);
-      throw translateDaytonaError(error, `writing ${target}`, target);
-    }
+    return writeThroughTemporary(
+      this,
+      resolveSandboxPath(this.workdir, path),
+      options,
+      upload,
+      (error, target) => translateDaytonaError(error, `writing ${target}`, target),
+    );
   }
 }

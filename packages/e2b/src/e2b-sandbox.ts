@@ -24,11 +24,11 @@ import {
   enterCwd,
   normalizeInput,
   OutputCollector,
-  POSIX_WRITE_SCRIPTS,
   resolveSandboxPath,
   shellJoin,
   shellQuote,
   throwIfAborted,
+  writeThroughTemporary,
 } from '@ws/core/backend';
 import { CommandExitError, type CommandHandle, type Sandbox } from 'e2b';
 import { translateE2BError } from './errors.js';
@@ -490,46 +490,15 @@ export class E2BSandbox implements WsSandbox {
    * mode and renames it over the target.
    */
   async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
-    throwIfAborted(options.signal);
-    const requested = resolveSandboxPath(this.workdir, path);
-    const prepared = await this.exec(['sh', '-c', POSIX_WRITE_SCRIPTS.prepare, 'sh', requested], {
-      cwd: '/',
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    if (prepared.exitCode !== 0) {
-      const code = { 65: 'INVALID_ARGUMENT', 67: 'IS_A_DIRECTORY', 68: 'NOT_A_DIRECTORY' }[
-        prepared.exitCode
-      ] as 'INVALID_ARGUMENT' | 'IS_A_DIRECTORY' | 'NOT_A_DIRECTORY' | undefined;
-      throw new WsError(
-        code ?? 'BACKEND_ERROR',
-        `Writing ${requested} failed${code ? '' : `: ${prepared.stderrText.trim()}`}`,
-        { details: { path: requested } },
-      );
-    }
-    const [target = requested, temporary = ''] = prepared.stdoutText.split('\0');
-    try {
-      const bytes = typeof data === 'string' ? encodeUtf8(data) : data;
+    const bytes = typeof data === 'string' ? encodeUtf8(data) : data;
+    await writeThroughTemporary(
+      this,
+      resolveSandboxPath(this.workdir, path),
+      options,
       // A copy: the SDK sends an ArrayBuffer, which for a view would be the whole underlying buffer.
-      await this.sandbox.files.write(temporary, bytes.slice().buffer as ArrayBuffer);
-      const committed = await this.exec(
-        [
-          'sh',
-          '-c',
-          POSIX_WRITE_SCRIPTS.commit,
-          'sh',
-          target,
-          temporary,
-          options.mode === undefined ? '' : options.mode.toString(8),
-        ],
-        { cwd: '/' },
-      );
-      if (committed.exitCode !== 0)
-        throw new WsError('BACKEND_ERROR', `Writing ${target} failed: ${committed.stderrText.trim()}`, {
-          details: { path: target },
-        });
-    } catch (error) {
-      await this.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
-      throw translateE2BError(error, `writing ${target}`, target);
-    }
+      async (temporary) =>
+        void (await this.sandbox.files.write(temporary, bytes.slice().buffer as ArrayBuffer)),
+      (error, target) => translateE2BError(error, `writing ${target}`, target),
+    );
   }
 }

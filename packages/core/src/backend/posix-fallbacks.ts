@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { throwIfAborted, WsError, type WsErrorCode } from '../contracts/errors.js';
+import { abortError, throwIfAborted, WsError, type WsErrorCode } from '../contracts/errors.js';
 import type {
   CompleteSandbox,
   DirEntry,
@@ -85,6 +85,57 @@ exec cat -- "$1"`,
 exec cat > "$t"`,
   commit: POSIX_WRITE_SCRIPTS.commit,
 } as const;
+
+/**
+ * Writes the file `target` (absolute) whole or not at all through a vendor's upload: a command
+ * resolves the target's links and makes a temporary file beside it ({@link POSIX_WRITE_SCRIPTS}),
+ * `upload` puts the bytes into that file, and a second command gives it the mode and renames it over
+ * the target. On any failure the temporary file goes and the old file stays; `translate` turns the
+ * vendor's error into a WsError naming the target.
+ */
+export async function writeThroughTemporary(
+  sandbox: Pick<Sandbox, 'exec'>,
+  requested: string,
+  options: WriteOptions,
+  upload: (temporary: string) => Promise<void>,
+  translate: (error: unknown, target: string) => WsError,
+): Promise<void> {
+  throwIfAborted(options.signal);
+  const prepared = await sandbox.exec(['sh', '-c', POSIX_WRITE_SCRIPTS.prepare, 'sh', requested], {
+    cwd: '/',
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  if (prepared.exitCode !== 0) {
+    const code = ({ 65: 'INVALID_ARGUMENT', 67: 'IS_A_DIRECTORY', 68: 'NOT_A_DIRECTORY' } as const)[
+      prepared.exitCode as 65 | 67 | 68
+    ];
+    throw new WsError(
+      code ?? 'BACKEND_ERROR',
+      `Writing ${requested} failed${code ? '' : `: ${prepared.stderrText.trim()}`}`,
+      { details: { path: requested } },
+    );
+  }
+  const [target = requested, temporary = ''] = prepared.stdoutText.split('\0');
+  try {
+    await upload(temporary);
+    throwIfAborted(options.signal);
+    const mode = options.mode === undefined ? '' : options.mode.toString(8);
+    const committed = await sandbox.exec(
+      ['sh', '-c', POSIX_WRITE_SCRIPTS.commit, 'sh', target, temporary, mode],
+      {
+        cwd: '/',
+      },
+    );
+    if (committed.exitCode !== 0)
+      throw new WsError('BACKEND_ERROR', `Writing ${target} failed: ${committed.stderrText.trim()}`, {
+        details: { path: target },
+      });
+  } catch (error) {
+    await sandbox.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
+    if (options.signal?.aborted) throw abortError(options.signal);
+    throw translate(error, target);
+  }
+}
 
 /**
  * A fresh hidden name (`.ws-<random>.tmp`) in the same folder as `target`, for a file that is renamed

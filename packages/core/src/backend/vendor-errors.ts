@@ -21,7 +21,7 @@ export function fileErrorFromMessage(
   return undefined;
 }
 
-/** Whether a vendor SDK's error is the network failing (refused, unresolved, reset, fetch failed). */
+/** Whether a vendor SDK's error is the network failing (refused, unresolved, unreachable, reset, timed out). */
 export function isNetworkFailure(error: unknown, message: string): boolean {
   const code =
     (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
@@ -29,6 +29,8 @@ export function isNetworkFailure(error: unknown, message: string): boolean {
     code === 'ECONNREFUSED' ||
     code === 'ENOTFOUND' ||
     code === 'ECONNRESET' ||
-    /fetch failed|socket hang up/i.test(message)
+    code === 'EHOSTUNREACH' ||
+    code === 'ETIMEDOUT' ||
+    /fetch failed|socket hang up|request to .* failed/i.test(message)
   );
 }
