@@ -13,7 +13,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
-/** The README files that carry examples: the root one and each package's. */
+/** The files that carry examples: the root README, each package's, and the guides in docs/. */
 export function readmeFiles(root) {
   const files = [join(root, 'README.md')];
   for (const group of ['packages', 'apps']) {
@@ -24,6 +24,10 @@ export function readmeFiles(root) {
       if (existsSync(file)) files.push(file);
     }
   }
+  // The guides in docs/ carry examples too.
+  const docs = join(root, 'docs');
+  if (existsSync(docs))
+    for (const name of readdirSync(docs).sort()) if (name.endsWith('.md')) files.push(join(docs, name));
   return files;
 }
 

@@ -60,3 +60,12 @@ export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
 export { checkOptionKeys, engineOptions } from './contracts/workspace-options.js';
 export type { LayoutPaths } from './internal/layout.js';
 export { layoutPaths } from './internal/layout.js';
+export type { WorkspaceCloseReason, WorkspaceManagerEvents } from './manager/events.js';
+export type { GcKeepReason, GcKept, GcResource, Reaper } from './manager/gc.js';
+export { checkGcOptions, GcLedger } from './manager/gc.js';
+export type { WorkspaceRequest } from './manager/isolation.js';
+export type {
+  WorkspaceFactory,
+  WorkspaceFactoryContext,
+  WorkspaceManagerStats,
+} from './manager/workspace-manager.js';

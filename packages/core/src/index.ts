@@ -71,3 +71,10 @@ export type {
 export type { CommonWorkspaceOptions, SearchMode } from './contracts/workspace-options.js';
 export { DEFAULT_WORKSPACE_INSTRUCTIONS } from './internal/instructions.js';
 export { resolveWorkspaceUrl } from './internal/offload/offloader.js';
+// The manager and the reaper contract; their other types are reachable through these
+// (`WorkspaceManagerOptions['factory']`, `GcReport['kept'][number]`) or in `@ws/core/backend`.
+export type { GcOptions, GcReport } from './manager/gc.js';
+export type { IsolationPolicy } from './manager/isolation.js';
+export { assignWorkspaceId } from './manager/isolation.js';
+export type { AcquireOptions, WorkspaceLease, WorkspaceManagerOptions } from './manager/workspace-manager.js';
+export { WorkspaceManager } from './manager/workspace-manager.js';

@@ -49,3 +49,13 @@ export async function othersAttached(folder: string, own: string | undefined): P
   }
   return found;
 }
+
+/** How many records in `folder` belong to live processes; changes nothing (for the reaper). */
+export async function liveAttachments(folder: string): Promise<number> {
+  let live = 0;
+  for (const name of await readdir(folder).catch(() => [] as string[])) {
+    const match = /^(\d+)-(\d+)-[0-9a-f]+$/.exec(name);
+    if (match && (await alive(Number(match[1]), match[2]!))) live++;
+  }
+  return live;
+}

@@ -11,4 +11,5 @@ export type {
   EnsureDockerImageOptions,
 } from './image-build.js';
 export { buildDockerImage, DOCKER_IMAGE_DIR, missingImageHint } from './image-build.js';
-export { removeOwnedContainers } from './reap.js';
+export type { DockerGcOptions } from './reap.js';
+export { dockerReaper, gcDocker, removeOwnedContainers } from './reap.js';

@@ -1,5 +1,10 @@
+import { readdir, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { type GcOptions, type GcReport, isWsError, WsError } from '@ws/core';
+import { checkGcOptions, GcLedger, type GcResource, type Reaper } from '@ws/core/backend';
 import Docker from 'dockerode';
-import { LABELS } from './docker-provider.js';
+import { liveAttachments } from './attachments.js';
+import { dockerRuntimeDir, LABELS } from './docker-provider.js';
 
 /**
  * Force-removes every workspace container carrying the owner tag `owner` (the `owner` option of
@@ -26,4 +31,209 @@ export async function removeOwnedContainers(
     ),
   );
   return found.map((info) => (info.Names[0] ?? info.Id).replace(/^\//, ''));
+}
+
+/** Options of {@link gcDocker}. */
+export interface DockerGcOptions extends GcOptions {
+  /** An existing dockerode client (never closed here), or options for a new one. Default: the local engine. */
+  client?: Docker | Docker.DockerOptions | undefined;
+  /** The `hostRuntimeDir` the workspaces were given, if any. */
+  hostRuntimeDir?: string | undefined;
+}
+
+const statusOf = (error: unknown) => (error as { statusCode?: number })?.statusCode;
+
+const failure = (error: unknown, what: string): WsError =>
+  isWsError(error)
+    ? error
+    : new WsError('BACKEND_ERROR', `Removing ${what} failed: ${(error as Error)?.message ?? String(error)}`, {
+        cause: error,
+      });
+
+/** When the folder's attachment records last changed (an object attached or detached), in ms. */
+async function lastAttached(runtime: string): Promise<number> {
+  return stat(join(runtime, 'users')).then(
+    (info) => info.mtimeMs,
+    () => 0,
+  );
+}
+
+/**
+ * Whether a live process uses the container: an open workspace object on this host (its record in
+ * the runtime folder), or a command running in it, such as the gateway an open workspace keeps (its
+ * attached stream ends when the host process dies, and the gateway with it), so that a workspace open
+ * on another host counts too.
+ */
+async function inUse(
+  docker: Docker,
+  container: Docker.Container,
+  runtime: string | undefined,
+): Promise<boolean> {
+  if (runtime !== undefined && (await liveAttachments(join(runtime, 'users'))) > 0) return true;
+  const info = await container.inspect().catch((error: unknown) => {
+    if (statusOf(error) === 404) return undefined;
+    throw error;
+  });
+  if (!info?.State.Running) return false;
+  for (const execId of info.ExecIDs ?? []) {
+    // An exec that finished (or was cleaned up meanwhile) does not count.
+    const exec = await docker
+      .getExec(execId)
+      .inspect()
+      .catch(() => undefined);
+    if (exec?.Running) return true;
+  }
+  return false;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Reaps what Docker workspaces left behind, typically by a service that crashed: containers carrying
+ * this project's labels (`ws.workspace`, narrowed to `owner`'s `ws.owner` tag when given) that no live
+ * process uses and that nobody attached to for `olderThanMs`, with their runtime folders on this host.
+ * Without `owner`, also runtime folders whose container is gone and temporary files of killed writers
+ * in the shared gateway folder. Files in bind-mounted folders and volumes stay.
+ *
+ * A container counts as in use while a workspace object on this host has it open (whether or not a
+ * manager's lease is held, an open workspace is never reaped) or while a command runs in it (the
+ * gateway of a workspace open on another host, a long call).
+ *
+ * @throws WsError `INVALID_ARGUMENT` for bad options, `BACKEND_UNAVAILABLE` when the engine does not
+ *   answer, `ABORTED` when `signal` fires (with the report so far in `details.report`).
+ */
+export async function gcDocker(options: DockerGcOptions): Promise<GcReport> {
+  const now = Date.now();
+  const checked = checkGcOptions(options);
+  const ledger = new GcLedger(checked);
+  const docker =
+    checked.client instanceof Docker ? checked.client : new Docker(checked.client as Docker.DockerOptions);
+  try {
+    await docker.ping();
+  } catch (error) {
+    throw new WsError(
+      'BACKEND_UNAVAILABLE',
+      `The Docker engine cannot be reached: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  const found = await docker.listContainers({ all: true, filters: { label: [`${LABELS.workspace}=true`] } });
+  const claimed = new Set<string>();
+  for (const info of found) {
+    const workspaceId = info.Labels?.[LABELS.id];
+    if (workspaceId) claimed.add(dockerRuntimeDir(workspaceId, checked.hostRuntimeDir));
+  }
+  for (const info of found) {
+    const owner = info.Labels?.[LABELS.owner];
+    if (checked.owner !== undefined && owner !== checked.owner) continue;
+    ledger.throwIfAborted();
+    const workspaceId = info.Labels?.[LABELS.id] || undefined;
+    const runtime = workspaceId ? dockerRuntimeDir(workspaceId, checked.hostRuntimeDir) : undefined;
+    const created = Date.parse(info.Labels?.[LABELS.created] ?? '') || info.Created * 1000;
+    const since = Math.max(created, runtime ? await lastAttached(runtime) : 0);
+    const resource: GcResource = {
+      kind: 'container',
+      name: (info.Names[0] ?? info.Id).replace(/^\//, ''),
+      workspaceId,
+      owner,
+      idleMs: Math.max(0, now - since),
+    };
+    const container = docker.getContainer(info.Id);
+    try {
+      if (await inUse(docker, container, runtime)) {
+        ledger.keep(resource, 'in-use');
+        continue;
+      }
+      if (resource.idleMs < checked.olderThanMs) {
+        ledger.keep(resource, 'young');
+        continue;
+      }
+      if (checked.dryRun) {
+        ledger.remove(resource);
+        continue;
+      }
+      // Looked at again just before: a process may have attached while the others were examined.
+      if (await inUse(docker, container, runtime)) {
+        ledger.keep(resource, 'in-use');
+        continue;
+      }
+      await container.remove({ force: true }).catch((error: unknown) => {
+        if (statusOf(error) !== 404) throw error;
+      });
+      if (runtime) await rm(runtime, { recursive: true, force: true }).catch(() => {});
+      ledger.remove(resource);
+    } catch (error) {
+      ledger.keep(resource, 'failed', failure(error, resource.name));
+    }
+  }
+  if (checked.owner === undefined) await reapHostLeftovers(ledger, claimed, now, checked.hostRuntimeDir);
+  return ledger.report();
+}
+
+/** Runtime folders whose container is gone, and half-written gateway bundles of killed processes. */
+async function reapHostLeftovers(
+  ledger: GcLedger,
+  claimed: ReadonlySet<string>,
+  now: number,
+  hostRuntimeDir: string | undefined,
+): Promise<void> {
+  const base = dirname(dockerRuntimeDir('-', hostRuntimeDir));
+  const candidates: { resource: GcResource; path: string; busy: () => Promise<boolean> }[] = [];
+  for (const name of await readdir(base).catch(() => [] as string[])) {
+    const path = join(base, name);
+    if (!/^[0-9a-f]{16}$/.test(name) || claimed.has(path)) continue;
+    const since = Math.max(
+      await lastAttached(path),
+      await stat(path).then(
+        (info) => info.mtimeMs,
+        () => 0,
+      ),
+    );
+    candidates.push({
+      resource: { kind: 'runtime-folder', name: path, idleMs: Math.max(0, now - since) },
+      path,
+      busy: async () => (await liveAttachments(join(path, 'users'))) > 0,
+    });
+  }
+  const gateway = join(base, 'gateway');
+  for (const name of await readdir(gateway).catch(() => [] as string[])) {
+    const pid = /\.(\d+)\.tmp$/.exec(name)?.[1];
+    if (pid === undefined) continue;
+    const path = join(gateway, name);
+    const modified = await stat(path).then(
+      (info) => info.mtimeMs,
+      () => now,
+    );
+    candidates.push({
+      resource: { kind: 'temporary-file', name: path, idleMs: Math.max(0, now - modified) },
+      path,
+      busy: async () => processAlive(Number(pid)),
+    });
+  }
+  for (const { resource, path, busy } of candidates) {
+    ledger.throwIfAborted();
+    if (await busy()) ledger.keep(resource, 'in-use');
+    else if (resource.idleMs < ledger.options.olderThanMs) ledger.keep(resource, 'young');
+    else if (ledger.options.dryRun) ledger.remove(resource);
+    else {
+      try {
+        await rm(path, { recursive: true, force: true });
+        ledger.remove(resource);
+      } catch (error) {
+        ledger.keep(resource, 'failed', failure(error, path));
+      }
+    }
+  }
+}
+
+/** The Docker backend's {@link Reaper}, with the client and runtime folder fixed once. */
+export function dockerReaper(defaults: Omit<DockerGcOptions, keyof GcOptions> = {}): Reaper {
+  return { gc: (options) => gcDocker({ ...defaults, ...options }) };
 }

@@ -5,3 +5,5 @@ export type { LocalWorkspaceOptions } from './local-workspace.js';
 export { LocalWorkspace } from './local-workspace.js';
 export type { HostMcpConnectorOptions } from './mcp-host-connector.js';
 export { HostMcpConnector, usesSseTransport } from './mcp-host-connector.js';
+export type { LocalGcOptions } from './reap.js';
+export { gcLocal, localReaper } from './reap.js';
