@@ -48,13 +48,73 @@ export interface ExecStartOptions {
   workingDir?: string;
 }
 
+// Execs being created or started, per container. Freezing a container while the engine starts an exec
+// in it leaves the exec's runc init frozen half-way, and the engine then hangs on that container
+// (remove, inspect, unpause): a pause waits for these first (see `execStartsSettled`).
+const starting = new Map<string, { count: number; settled: (() => void)[] }>();
+
+function beginStart(id: string): () => void {
+  const entry = starting.get(id) ?? { count: 0, settled: [] };
+  starting.set(id, entry);
+  entry.count++;
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    entry.count--;
+    if (entry.count > 0) return;
+    starting.delete(id);
+    for (const resolve of entry.settled) resolve();
+  };
+}
+
+/** Resolves once no exec is being started in the container (by this process): safe to pause it. */
+export function execStartsSettled(container: Docker.Container): Promise<void> {
+  const entry = starting.get(container.id);
+  if (!entry) return Promise.resolve();
+  return new Promise((resolve) => entry.settled.push(resolve));
+}
+
+/** Waits until the engine reports an exec running or ended (its start is over), for at most ~2 s. */
+async function startOver(exec: Docker.Exec): Promise<void> {
+  for (let attempt = 0; attempt < 40; attempt++) {
+    const info = await exec.inspect().catch(() => undefined);
+    if (!info || info.Running || info.ExitCode !== null) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** Creates and starts an exec with a hijacked (raw, bidirectional) connection. */
 export async function startExec(
   container: Docker.Container,
   argv: readonly string[],
   options: ExecStartOptions = {},
 ): Promise<{ exec: Docker.Exec; stream: Duplex }> {
-  const exec = await container.exec({
+  const settle = beginStart(container.id);
+  let exec: Docker.Exec;
+  let stream: Duplex;
+  try {
+    exec = await createExec(container, argv, options);
+    // The start call must repeat Tty, or the engine multiplexes a TTY's output as if it had none.
+    stream = (await exec.start({
+      hijack: true,
+      stdin: options.stdin ?? false,
+      Tty: options.tty ?? false,
+    })) as Duplex;
+  } catch (error) {
+    settle();
+    throw error;
+  }
+  void startOver(exec).finally(settle);
+  return { exec, stream };
+}
+
+function createExec(
+  container: Docker.Container,
+  argv: readonly string[],
+  options: ExecStartOptions,
+): Promise<Docker.Exec> {
+  return container.exec({
     Cmd: [...argv],
     AttachStdin: options.stdin ?? false,
     AttachStdout: true,
@@ -64,13 +124,6 @@ export async function startExec(
     ...(options.env && options.env.length > 0 ? { Env: [...options.env] } : {}),
     ...(options.workingDir !== undefined ? { WorkingDir: options.workingDir } : {}),
   });
-  // The start call must repeat Tty, or the engine multiplexes a TTY's output as if it had none.
-  const stream = (await exec.start({
-    hijack: true,
-    stdin: options.stdin ?? false,
-    Tty: options.tty ?? false,
-  })) as Duplex;
-  return { exec, stream };
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type Docker from 'dockerode';
-import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { dockerMessage, dockerStatus, execStartsSettled } from '../docker/exec.js';
 import { AccountResolver } from './accounts.js';
 import { ProcessTable } from './process-table.js';
 import {
@@ -64,6 +64,8 @@ export function sandboxContainerName(sandboxId: string): string {
 export class SandboxRegistry {
   private readonly entries = new Map<string, Entry>();
   private closed = false;
+  /** The creation under way (see `create`). */
+  private creating: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly docker: Docker,
@@ -132,7 +134,18 @@ export class SandboxRegistry {
     return record;
   }
 
-  async create(input: CreateSandboxInput): Promise<SandboxRecord> {
+  /**
+   * Creates one sandbox at a time, so that sandboxes become listable in the order of their
+   * `startedAt`, as E2B's control plane lists them: a client that creates and then lists sees every
+   * sandbox started before its own.
+   */
+  create(input: CreateSandboxInput): Promise<SandboxRecord> {
+    const created = this.creating.then(() => this.createNow(input));
+    this.creating = created.catch(() => {});
+    return created;
+  }
+
+  private async createNow(input: CreateSandboxInput): Promise<SandboxRecord> {
     const startedAt = new Date();
     const description: SandboxDescription = {
       sandboxId: sandboxIdOf(),
@@ -288,6 +301,7 @@ export class SandboxRegistry {
     if (entry.timer) clearTimeout(entry.timer);
     entry.timer = undefined;
     try {
+      await execStartsSettled(entry.record.container);
       await entry.record.container.pause();
     } catch (error) {
       if (!/already paused/i.test(dockerMessage(error))) throw error;

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
-import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import { dockerMessage, dockerStatus, execStartsSettled } from '../docker/exec.js';
 import { notFound, OpenSandboxHttpError } from './errors.js';
 import { CommandTable } from './execd-commands.js';
 import {
@@ -191,7 +191,12 @@ export class SandboxRegistry {
       if (record.state === 'Pausing') return;
       if (record.state !== 'Running') throw conflict(record, 'paused');
       // Commands freeze with the container, as they do under the real runtime.
-      void this.transition(entry, 'Pausing', 'Paused', () => record.container.pause());
+      // Commands are refused from now on (execd serves a Running sandbox only); the ones starting finish
+      // their start first, or the freeze would catch them half-way.
+      void this.transition(entry, 'Pausing', 'Paused', async () => {
+        await execStartsSettled(record.container);
+        await record.container.pause();
+      });
     });
   }
 
