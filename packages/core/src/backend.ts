@@ -6,7 +6,8 @@
  * `@ws/core/gateway`.
  */
 
-export { Attachments } from './backend/attachments.js';
+export type { AttachedRecords } from './backend/attachments.js';
+export { Attachments, readAttachedRecords } from './backend/attachments.js';
 export type { WorkspaceEngineOptions } from './backend/engine.js';
 export { WorkspaceEngine } from './backend/engine.js';
 export type { ExecResultInit } from './backend/exec-result.js';

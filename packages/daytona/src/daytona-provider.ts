@@ -20,6 +20,8 @@ export const DAYTONA_WORKDIR = '/home/daytona/workspace';
 export const DEFAULT_DAYTONA_TIMEOUT_MS = 300_000;
 /** While open, the sandbox's activity is refreshed (so auto-stop does not take it) this often. */
 const KEEPALIVE_MS = 60_000;
+/** A record not touched for this long belongs to a host that went away. */
+export const STALE_RECORD_MS = 3 * KEEPALIVE_MS;
 
 /** The resources of a sandbox created from an image. */
 export interface DaytonaResources {
@@ -119,7 +121,7 @@ export class DaytonaProvider implements Provider {
     const home = (await sandbox.getUserHomeDir().catch(() => undefined)) || '/home/daytona';
     const workdir = `${home}/workspace`;
     const gatewayHome = `${home}/.ws`;
-    this.attachments = new Attachments(`${gatewayHome}/attached`, (3 * KEEPALIVE_MS) / 1000);
+    this.attachments = new Attachments(`${gatewayHome}/attached`, STALE_RECORD_MS / 1000);
     this.startKeepAlive(sandbox);
     const direct = new DaytonaSandbox(sandbox, workdir, this.options.env ?? {});
     this.direct = direct;

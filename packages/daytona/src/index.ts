@@ -5,4 +5,6 @@ export { DaytonaSandbox } from './daytona-sandbox.js';
 export type { DaytonaWorkspaceOptions } from './daytona-workspace.js';
 export { DaytonaWorkspace } from './daytona-workspace.js';
 export { translateDaytonaError } from './errors.js';
+export type { DaytonaGcOptions } from './reap.js';
+export { daytonaReaper, gcDaytona } from './reap.js';
 export { deleteOwnedSandboxes, LABELS } from './sandbox-lifecycle.js';

@@ -11,7 +11,7 @@ export const LABELS = {
 } as const;
 
 /** States a sandbox leaves by itself: waited out. */
-const STARTING = new Set([
+export const STARTING = new Set([
   'creating',
   'restoring',
   'starting',
@@ -20,14 +20,18 @@ const STARTING = new Set([
   'pending_build',
   'building_snapshot',
 ]);
-const STOPPING = new Set(['stopping', 'pausing', 'archiving']);
+export const STOPPING = new Set(['stopping', 'pausing', 'archiving']);
 /** States `start()` brings back. */
 const STOPPED = new Set(['stopped', 'archived', 'paused']);
 /** States of a sandbox on its way out: never picked. */
 const GONE = new Set(['destroying', 'destroyed', 'build_failed']);
 
+/**
+ * When the service created the sandbox: its own clock, so that every host orders the sandboxes of an
+ * id alike (the label is the creating host's clock, a fallback only).
+ */
 function createdAt(sandbox: Sandbox): number {
-  return Date.parse(sandbox.labels?.[LABELS.created] ?? '') || Date.parse(sandbox.createdAt ?? '') || 0;
+  return Date.parse(sandbox.createdAt ?? '') || Date.parse(sandbox.labels?.[LABELS.created] ?? '') || 0;
 }
 
 /**

@@ -22,7 +22,7 @@ export const METADATA = {
 export const E2B_WORKDIR = '/home/user/workspace';
 const GATEWAY_HOME = '/home/user/.ws';
 /** Where each workspace object attached to a sandbox keeps its record (see {@link Attachments}). */
-const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
+export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 /** E2B's default sandbox time limit (AgentScope's too). */
 export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
 

@@ -15,3 +15,5 @@ export {
   workspaceKey,
   workspaceSelector,
 } from './names.js';
+export type { K8sGcOptions } from './reap.js';
+export { gcK8s, k8sReaper } from './reap.js';

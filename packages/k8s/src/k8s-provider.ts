@@ -15,10 +15,10 @@ import { objectName } from './names.js';
 /** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
 const GATEWAY_HOME = '/tmp/.ws';
 /** Where each workspace object attached to the Pod keeps its record (see {@link Attachments}). */
-const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
+export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 const ATTACH_EVERY_MS = 60_000;
 /** A record not touched for this long belongs to a host that went away. */
-const STALE_SECONDS = 180;
+export const STALE_RECORD_MS = 180_000;
 
 /** Options of {@link K8sProvider}. */
 export interface K8sProviderOptions extends Omit<PodSettings, 'owner'> {
@@ -50,7 +50,7 @@ export class K8sProvider implements Provider {
   private link: GatewayLink | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private bundleBytes: Promise<Uint8Array> | undefined;
-  private readonly attachments = new Attachments(ATTACHED_DIR, STALE_SECONDS);
+  private readonly attachments = new Attachments(ATTACHED_DIR, STALE_RECORD_MS / 1000);
   /** Milliseconds the last open took to find or create the Pod (before the gateway). */
   attachMs: number | undefined;
   /** Whether the last open created the Pod (false: it re-attached to a running one). */

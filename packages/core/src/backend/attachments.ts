@@ -80,3 +80,54 @@ export class Attachments {
     return result.stdoutText.split('\n').some((record) => record !== '' && mayBeOpen(record));
   }
 }
+
+// $1 the folder of attachment records: prints the sandbox's clock, then each record's modification
+// time and name, in seconds. Changes nothing.
+const PROBE = `date +%s
+[ -d "$1" ] || exit 0
+find "$1" -mindepth 1 -maxdepth 1 -type f -printf '%T@ %f\\n'`;
+
+/** What the attachment records inside a sandbox say about who uses it (see {@link readAttachedRecords}). */
+export interface AttachedRecords {
+  /** A record touched within the staleness window, of an object that may still be open. */
+  readonly fresh: boolean;
+  /** When (host clock, ms) a record was last touched, if any. */
+  readonly lastTouchedAt: number | undefined;
+}
+
+/**
+ * Reads the attachment records in `folder` of a running sandbox without changing them, for a reaper.
+ * Ages are taken on the sandbox's own clock, so a skew between host and sandbox does not matter. A
+ * record of a dead process of this machine is never fresh; one of another machine's process stays
+ * fresh until it is `staleMs` old.
+ */
+export async function readAttachedRecords(
+  sandbox: WsSandbox,
+  folder: string,
+  staleMs: number,
+  signal?: AbortSignal,
+): Promise<AttachedRecords> {
+  const result = await sandbox.exec(['sh', '-c', PROBE, 'sh', folder], {
+    cwd: '/',
+    timeoutMs: 30_000,
+    ...(signal ? { signal } : {}),
+  });
+  const [now, ...lines] = result.stdoutText.split('\n').filter((line) => line.trim() !== '');
+  const sandboxNow = Number(now) * 1000;
+  if (result.exitCode !== 0 || !Number.isFinite(sandboxNow))
+    throw new WsError(
+      'BACKEND_ERROR',
+      `Reading the attachment records in ${folder} failed (exit ${result.exitCode}): ${result.stderrText.trim()}`,
+    );
+  let newest = Number.NEGATIVE_INFINITY;
+  let fresh = false;
+  for (const line of lines) {
+    const space = line.indexOf(' ');
+    const touched = Number(line.slice(0, space)) * 1000;
+    if (space < 0 || !Number.isFinite(touched)) continue;
+    newest = Math.max(newest, touched);
+    if (sandboxNow - touched < staleMs && mayBeOpen(line.slice(space + 1))) fresh = true;
+  }
+  if (newest === Number.NEGATIVE_INFINITY) return { fresh: false, lastTouchedAt: undefined };
+  return { fresh, lastTouchedAt: Date.now() - Math.max(0, sandboxNow - newest) };
+}

@@ -23,8 +23,7 @@ export function fileErrorFromMessage(
 
 /** Whether a vendor SDK's error is the network failing (refused, unresolved, unreachable, reset, timed out). */
 export function isNetworkFailure(error: unknown, message: string): boolean {
-  const code =
-    (error as NodeJS.ErrnoException)?.code ?? (error as { cause?: NodeJS.ErrnoException })?.cause?.code;
+  const code = errnoOf(error);
   return (
     code === 'ECONNREFUSED' ||
     code === 'ENOTFOUND' ||
@@ -33,4 +32,15 @@ export function isNetworkFailure(error: unknown, message: string): boolean {
     code === 'ETIMEDOUT' ||
     /fetch failed|socket hang up|request to .* failed/i.test(message)
   );
+}
+
+/** The first errno code (`ECONNREFUSED`, …) along an error's chain of causes. */
+function errnoOf(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
 }

@@ -1,0 +1,161 @@
+import { CoreV1Api, Exec, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { type GcOptions, type GcReport, WsError } from '@ws/core';
+import {
+  type AttachedRecords,
+  checkGcOptions,
+  GcLedger,
+  type GcResource,
+  type Reaper,
+  readAttachedRecords,
+} from '@ws/core/backend';
+import { translateK8sError } from './errors.js';
+import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
+import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
+import { K8sSandbox } from './k8s-sandbox.js';
+import { DEFAULT_K8S_TIMEOUT_MS } from './k8s-workspace.js';
+import { ANNOTATIONS, belongsTo, LABELS, MANAGED_BY } from './names.js';
+
+/** Options of {@link gcK8s}. */
+export interface K8sGcOptions extends GcOptions {
+  /** A kubeconfig file's path, or a loaded `KubeConfig` (never changed). Default: the usual lookup. */
+  kubeconfig?: string | KubeConfig | undefined;
+  /** The namespace to reap. Default: the context's, else `default`. */
+  namespace?: string | undefined;
+  /**
+   * The `timeoutMs` the workspaces were given: a Pending Pod younger than this may be one a host is
+   * waiting for, and counts as in use. Default: 120 000, the workspaces' default.
+   */
+  timeoutMs?: number | undefined;
+}
+
+const time = (value: string | Date | undefined): number =>
+  value instanceof Date ? value.getTime() : Date.parse(value ?? '') || 0;
+
+function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
+  if (given instanceof KubeConfig) return given;
+  const config = new KubeConfig();
+  try {
+    if (typeof given === 'string') config.loadFromFile(given);
+    else config.loadFromDefault();
+  } catch (error) {
+    throw new WsError(
+      'INVALID_ARGUMENT',
+      `The kubeconfig ${typeof given === 'string' ? given : '(default lookup)'} cannot be loaded: ${(error as Error).message}`,
+      { cause: error },
+    );
+  }
+  return config;
+}
+
+/**
+ * Reaps the Pods that Kubernetes workspaces left behind in one namespace: those carrying this
+ * project's labels and id annotation (narrowed to `owner`'s `ws.owner` when given) that are not in use
+ * and have been idle for `olderThanMs`. Objects without the marks are never looked at. PVCs stay, as
+ * `close()` leaves them: a workspace opened again on the id finds its files.
+ *
+ * A running Pod is in use while a workspace object on any host keeps its attachment record in it
+ * fresh (touched every minute, stale after three); otherwise it is idle since the newest of its
+ * creation, its container's start and the last touch of a record. A Pending Pod younger than
+ * `timeoutMs` is in use (a host may be waiting for it), an older one idle since its creation; one that
+ * ended is idle since its container finished.
+ *
+ * @throws WsError `INVALID_ARGUMENT` for bad options or an unreadable kubeconfig; `BACKEND_UNAVAILABLE`
+ *   or `PERMISSION_DENIED` when the Pods cannot be listed; `ABORTED` when `signal` fires (with the
+ *   report so far in `details.report`).
+ */
+export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
+  const checked = checkGcOptions(options);
+  const ledger = new GcLedger(checked);
+  const config = loadConfig(checked.kubeconfig);
+  const namespace =
+    checked.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
+  const core = config.makeApiClient(CoreV1Api);
+  const exec = new Exec(config);
+  const startWindowMs = checked.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS;
+  const selector = [
+    `${LABELS.managedBy}=${MANAGED_BY}`,
+    `${LABELS.workspace}=true`,
+    ...(checked.owner ? [`${LABELS.owner}=${checked.owner}`] : []),
+  ].join(',');
+  let pods: V1Pod[];
+  try {
+    pods = (await core.listNamespacedPod({ namespace, labelSelector: selector })).items;
+  } catch (error) {
+    throw translateK8sError(error, `listing the Pods of namespace ${namespace}`);
+  }
+  for (const pod of pods) {
+    const workspaceId = pod.metadata?.annotations?.[ANNOTATIONS.id];
+    const name = pod.metadata?.name;
+    // The selector is the API's; the check is ours: an object without every mark is never touched.
+    if (!workspaceId || !name || !belongsTo(pod.metadata, workspaceId)) continue;
+    const owner = pod.metadata?.labels?.[LABELS.owner];
+    if (checked.owner !== undefined && owner !== checked.owner) continue;
+    if (pod.metadata?.deletionTimestamp) continue;
+    ledger.throwIfAborted();
+    const now = Date.now();
+    const container = pod.status?.containerStatuses?.find((status) => status.name === CONTAINER_NAME);
+    const created = Math.max(
+      time(pod.metadata?.annotations?.[ANNOTATIONS.created]),
+      time(pod.metadata?.creationTimestamp),
+    );
+    const resource = (since: number): GcResource => ({
+      kind: 'pod',
+      name: `${namespace}/${name}`,
+      workspaceId,
+      owner,
+      idleMs: Math.max(0, now - since),
+    });
+    let idle = resource(Math.max(created, time(container?.state?.terminated?.finishedAt)));
+    const target = { namespace, pod: name, container: CONTAINER_NAME };
+    const probe = (signal?: AbortSignal): Promise<AttachedRecords> =>
+      readAttachedRecords(new K8sSandbox(exec, target), ATTACHED_DIR, STALE_RECORD_MS, signal);
+    const objects = new WorkspaceObjects(core, namespace, name, workspaceId, {
+      image: '',
+      storageSize: '',
+      owner: owner ?? '',
+      timeoutMs: startWindowMs,
+    });
+    try {
+      const phase = pod.status?.phase;
+      if (phase === 'Pending' && idle.idleMs < startWindowMs) {
+        ledger.keep(idle, 'in-use');
+        continue;
+      }
+      if (phase === 'Running' && container?.state?.running) {
+        const records = await probe(checked.signal);
+        idle = resource(
+          Math.max(created, time(container.state.running.startedAt), records.lastTouchedAt ?? 0),
+        );
+        if (records.fresh) {
+          ledger.keep(idle, 'in-use');
+          continue;
+        }
+      }
+      if (idle.idleMs < checked.olderThanMs) ledger.keep(idle, 'young');
+      else if (checked.dryRun) ledger.remove(idle);
+      else {
+        // Looked at again just before: a host may have opened it meanwhile, or a new Pod taken the name.
+        const current = await objects.readPod('missing');
+        if (current && current.metadata?.uid !== pod.metadata?.uid) {
+          ledger.keep(idle, 'in-use');
+          continue;
+        }
+        if (current?.status?.phase === 'Running' && (await probe()).fresh) {
+          ledger.keep(idle, 'in-use');
+          continue;
+        }
+        await objects.deletePod(checked.signal);
+        ledger.remove(idle);
+      }
+    } catch (error) {
+      if (checked.signal?.aborted) ledger.throwIfAborted();
+      ledger.keep(idle, 'failed', translateK8sError(error, `reaping Pod ${name}`));
+    }
+  }
+  return ledger.report();
+}
+
+/** The Kubernetes backend's {@link Reaper}, with the kubeconfig and namespace fixed once. */
+export function k8sReaper(defaults: Omit<K8sGcOptions, keyof GcOptions> = {}): Reaper {
+  return { gc: (options) => gcK8s({ ...defaults, ...options }) };
+}
