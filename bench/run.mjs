@@ -14,6 +14,7 @@ const SCENARIOS = [
   'e2b',
   'daytona',
   'k8s',
+  'opensandbox',
   'search-tree',
   'install-size',
 ];

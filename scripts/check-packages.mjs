@@ -102,6 +102,18 @@ const SCENARIOS = [
     brings: ['@kubernetes/client-node', 'dockerode'],
     forbids: VENDOR_SDKS.filter((name) => !['@kubernetes/client-node', 'dockerode', 'e2b'].includes(name)),
   },
+  {
+    name: 'opensandbox',
+    packages: ['@ws/core', '@ws/opensandbox'],
+    brings: ['@alibaba-group/opensandbox'],
+    forbids: VENDOR_SDKS.filter((name) => name !== '@alibaba-group/opensandbox'),
+  },
+  {
+    name: 'opensandbox-emulated',
+    packages: ['@ws/core', '@ws/opensandbox', '@ws/emulators'],
+    brings: ['@alibaba-group/opensandbox', 'dockerode'],
+    forbids: VENDOR_SDKS.filter((name) => !['@alibaba-group/opensandbox', 'dockerode', 'e2b'].includes(name)),
+  },
   { name: 'cli', packages: ['@ws/core', '@ws/local', '@ws/cli'], brings: [], forbids: VENDOR_SDKS },
 ];
 

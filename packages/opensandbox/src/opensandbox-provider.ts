@@ -1,0 +1,394 @@
+import { ConnectionConfig, Sandbox, type SandboxInfo, SandboxManager } from '@alibaba-group/opensandbox';
+import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import {
+  Attachments,
+  type Provider,
+  type ProviderOpenOptions,
+  type ProviderSession,
+  throwIfAborted,
+} from '@ws/core/backend';
+import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { translateOpenSandboxError } from './errors.js';
+import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
+
+/** The metadata keys a workspace puts on its sandboxes, so they are found again and reaped. */
+export const METADATA = {
+  id: 'ws.workspace.id',
+  owner: 'ws.owner',
+  created: 'ws.created',
+} as const;
+
+/** The workdir inside an OpenSandbox sandbox (as AgentScope's). */
+export const OPENSANDBOX_WORKDIR = '/workspace';
+const GATEWAY_HOME = '/root/.ws';
+/** AgentScope's sandbox time limit. */
+export const DEFAULT_OPENSANDBOX_TIMEOUT_MS = 300_000;
+/** AgentScope's default image. */
+export const DEFAULT_OPENSANDBOX_IMAGE = 'python:3.11-slim';
+/** How long a sandbox may take to become ready (AgentScope's). */
+const READY_TIMEOUT_SECONDS = 30;
+/** How long a sandbox that is pausing, resuming or starting may take to settle before it is used. */
+const SETTLE_TIMEOUT_MS = 60_000;
+
+/** Where each workspace object attached to a sandbox keeps its record (see {@link Attachments}). */
+const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
+
+/** The states in which a sandbox still holds the workspace's files. */
+const LIVE_STATES = ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming'];
+
+/** Options of {@link OpenSandboxProvider}. */
+export interface OpenSandboxProviderOptions {
+  image: string;
+  apiKey?: string | undefined;
+  domain?: string | undefined;
+  protocol?: 'http' | 'https' | undefined;
+  /** The sandbox's time limit; null for none. */
+  timeoutMs: number | null;
+  requestTimeoutMs?: number | undefined;
+  metadata?: Readonly<Record<string, string>> | undefined;
+  env?: Readonly<Record<string, string>> | undefined;
+  resources?: Readonly<Record<string, string>> | undefined;
+  entrypoint?: readonly string[] | undefined;
+  connectionConfig?: ConnectionConfig | undefined;
+  owner?: string | undefined;
+  gateway?: boolean | undefined;
+}
+
+/** A sandbox of the listing, as this provider reads it. */
+interface Found {
+  readonly sandboxId: string;
+  readonly createdAt: number;
+  readonly state: string;
+}
+
+function connectionOf(
+  options: Pick<
+    OpenSandboxProviderOptions,
+    'apiKey' | 'domain' | 'protocol' | 'requestTimeoutMs' | 'connectionConfig'
+  >,
+): ConnectionConfig {
+  if (options.connectionConfig) return options.connectionConfig;
+  return new ConnectionConfig({
+    ...(options.domain ? { domain: options.domain } : {}),
+    ...(options.apiKey ? { apiKey: options.apiKey } : {}),
+    ...(options.protocol ? { protocol: options.protocol } : {}),
+    ...(options.requestTimeoutMs !== undefined
+      ? { requestTimeoutSeconds: options.requestTimeoutMs / 1000 }
+      : {}),
+  });
+}
+
+/** Every sandbox whose metadata holds `key=value`, in the given states (all pages). */
+async function listByMetadata(
+  connection: ConnectionConfig,
+  key: string,
+  value: string,
+  states: readonly string[] | undefined,
+): Promise<SandboxInfo[]> {
+  const manager = SandboxManager.create({ connectionConfig: connection });
+  try {
+    const all: SandboxInfo[] = [];
+    for (let page = 1; ; page++) {
+      const listed = await manager.listSandboxInfos({
+        metadata: { [key]: value },
+        ...(states ? { states: [...states] } : {}),
+        page,
+        pageSize: 100,
+      });
+      // The filter is the server's; the check is ours (a sandbox of another id is never touched).
+      all.push(...listed.items.filter((info) => info.metadata?.[key] === value));
+      if (!listed.pagination?.hasNextPage || listed.items.length === 0) return all;
+    }
+  } finally {
+    await manager.close().catch(() => {});
+  }
+}
+
+/**
+ * Finds the workspace's sandbox by its metadata (several → the newest, with a warning), resumes it
+ * when paused or creates it, installs and starts the gateway over one long-lived command's streams,
+ * and keeps the sandbox's time limit pushed back while the workspace is open. `close()` pauses the
+ * sandbox; `destroy()` kills every sandbox carrying the workspace's id.
+ */
+export class OpenSandboxProvider implements Provider {
+  readonly backend = 'opensandbox';
+  readonly description = 'OpenSandbox-sandbox-based';
+  readonly expectedWorkdir = OPENSANDBOX_WORKDIR;
+  readonly isolation = 'container' as const;
+  readonly mcp = true;
+  readonly persistent = true;
+  private readonly connection: ConnectionConfig;
+  private sandbox: Sandbox | undefined;
+  private direct: OpenSandboxSandbox | undefined;
+  private link: GatewayLink | undefined;
+  private keepAlive: NodeJS.Timeout | undefined;
+  /** The sandbox the session hands out (through the gateway when it runs). */
+  private session: WsSandbox | undefined;
+  /** How often the sandbox's time limit is renewed and this object's record touched. */
+  private readonly keepAliveMs: number;
+  private readonly attachments: Attachments;
+  private bundleBytes: Promise<Uint8Array> | undefined;
+  /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
+  attachMs: number | undefined;
+
+  constructor(private readonly options: OpenSandboxProviderOptions) {
+    this.connection = connectionOf(options);
+    const { timeoutMs } = options;
+    this.keepAliveMs = timeoutMs === null ? 60_000 : Math.max(5_000, Math.floor(timeoutMs / 3));
+    // A record not touched for three rounds belongs to a host that went away.
+    this.attachments = new Attachments(ATTACHED_DIR, Math.ceil((3 * this.keepAliveMs) / 1000));
+  }
+
+  /** The id of the sandbox the workspace is attached to, once it is. */
+  get sandboxId(): string | undefined {
+    return this.sandbox?.id;
+  }
+
+  /** Milliseconds the gateway took to start, once it answered. */
+  get gatewayStartMs(): number | undefined {
+    return this.link?.startedMs;
+  }
+
+  /** Every sandbox carrying the workspace id that still holds its files, newest first. */
+  private async find(workspaceId: string): Promise<Found[]> {
+    let infos: SandboxInfo[];
+    try {
+      infos = await listByMetadata(this.connection, METADATA.id, workspaceId, LIVE_STATES);
+    } catch (error) {
+      // Unlike treating a failed listing as "none", which would create a second sandbox for the id.
+      throw translateOpenSandboxError(error, 'listing the sandboxes');
+    }
+    return infos
+      .map((info) => ({ sandboxId: info.id, createdAt: info.createdAt.getTime(), state: info.status.state }))
+      .sort((a, b) => b.createdAt - a.createdAt || (a.sandboxId < b.sandboxId ? -1 : 1));
+  }
+
+  async open(options: ProviderOpenOptions): Promise<ProviderSession> {
+    throwIfAborted(options.signal);
+    const began = performance.now();
+    const warnings: string[] = [];
+    const { workspaceId } = options;
+    const found = await this.find(workspaceId);
+    if (found.length > 1) {
+      warnings.push(
+        `${found.length} OpenSandbox sandboxes carry workspace id ${workspaceId} (${found.map((item) => item.sandboxId).join(', ')}); using the newest, ${found[0]?.sandboxId}`,
+      );
+    }
+    const sandbox = found[0]
+      ? await this.attachTo(found[0].sandboxId, options.signal)
+      : await this.create(workspaceId, options.signal);
+    this.sandbox = sandbox;
+    this.attachMs = performance.now() - began;
+    this.startKeepAlive(sandbox);
+    const direct = new OpenSandboxSandbox(sandbox, OPENSANDBOX_WORKDIR, this.options.env ?? {});
+    this.direct = direct;
+    await this.ensureWorkdir(direct, options.signal);
+    if (this.options.gateway === false)
+      return this.attach({ sandbox: direct, workdir: OPENSANDBOX_WORKDIR, warnings });
+    const { session, link } = await openRemoteGateway(
+      {
+        direct,
+        start: (argv) => direct.spawn(argv, { cwd: '/' }),
+        home: GATEWAY_HOME,
+        workdir: OPENSANDBOX_WORKDIR,
+        bundle: () => this.bundle(),
+        via: 'execd',
+        noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run`,
+      },
+      options,
+      warnings,
+    );
+    this.link = link;
+    return this.attach(session);
+  }
+
+  /** Records this object among the sandbox's users (see {@link ATTACHED_DIR}). */
+  private async attach(session: ProviderSession): Promise<ProviderSession> {
+    this.session = session.sandbox;
+    await this.attachments.touch(this.session);
+    return session;
+  }
+
+  private async ensureWorkdir(direct: OpenSandboxSandbox, signal: AbortSignal | undefined): Promise<void> {
+    const made = await direct.exec(['mkdir', '-p', '--', OPENSANDBOX_WORKDIR], {
+      cwd: '/',
+      timeoutMs: 30_000,
+      ...(signal ? { signal } : {}),
+    });
+    if (made.exitCode !== 0)
+      throw new WsError(
+        'BACKEND_ERROR',
+        `Making the workdir ${OPENSANDBOX_WORKDIR} in the sandbox failed: ${made.stderrText.trim()}`,
+      );
+  }
+
+  /** Waits until the sandbox leaves a passing state (pausing, resuming, starting); returns the state. */
+  private async settle(sandboxId: string, signal: AbortSignal | undefined): Promise<string> {
+    const manager = SandboxManager.create({ connectionConfig: this.connection });
+    try {
+      const deadline = Date.now() + SETTLE_TIMEOUT_MS;
+      for (;;) {
+        throwIfAborted(signal);
+        const state = (await manager.getSandboxInfo(sandboxId)).status.state;
+        if (!['Pausing', 'Resuming', 'Pending'].includes(state) || Date.now() > deadline) return state;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    } finally {
+      await manager.close().catch(() => {});
+    }
+  }
+
+  /** Resumes a paused sandbox, or connects to a running one. */
+  private async attachTo(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+    try {
+      const state = await this.settle(sandboxId, signal);
+      const connect = {
+        sandboxId,
+        connectionConfig: this.connection,
+        readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
+      };
+      if (state === 'Paused') return await Sandbox.resume(connect);
+      if (state === 'Running') return await Sandbox.connect(connect);
+      throw new WsError(
+        'BACKEND_UNAVAILABLE',
+        `The OpenSandbox sandbox ${sandboxId} of this workspace is ${state}; it can be neither resumed nor used`,
+        { details: { sandboxId, state } },
+      );
+    } catch (error) {
+      throw translateOpenSandboxError(error, `attaching to sandbox ${sandboxId}`);
+    }
+  }
+
+  private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+    throwIfAborted(signal);
+    let sandbox: Sandbox;
+    const { image, timeoutMs, env, resources, entrypoint } = this.options;
+    try {
+      sandbox = await Sandbox.create({
+        image,
+        connectionConfig: this.connection,
+        // The id keys go last: they win over a user's value.
+        metadata: {
+          ...this.options.metadata,
+          [METADATA.id]: workspaceId,
+          [METADATA.owner]: this.options.owner ?? 'ws',
+          [METADATA.created]: new Date().toISOString(),
+        },
+        timeoutSeconds: timeoutMs === null ? null : Math.ceil(timeoutMs / 1000),
+        readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
+        ...(env ? { env: { ...env } } : {}),
+        ...(resources ? { resource: { ...resources } } : {}),
+        ...(entrypoint ? { entrypoint: [...entrypoint] } : {}),
+      });
+    } catch (error) {
+      throw translateOpenSandboxError(error, `creating a sandbox from image ${image}`);
+    }
+    // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
+    const all = await this.find(workspaceId).catch(() => []);
+    const oldest = all.at(-1);
+    if (oldest && oldest.sandboxId !== sandbox.id) {
+      await sandbox.kill().catch(() => {});
+      await sandbox.close().catch(() => {});
+      return this.attachTo(oldest.sandboxId, signal);
+    }
+    return sandbox;
+  }
+
+  /** Pushes the sandbox's time limit back while the workspace is open; a host that dies stops doing so. */
+  private startKeepAlive(sandbox: Sandbox): void {
+    const { timeoutMs } = this.options;
+    this.keepAlive = setInterval(() => {
+      if (timeoutMs !== null) void sandbox.renew(Math.ceil(timeoutMs / 1000)).catch(() => {});
+      void this.attachments.touch(this.session).catch(() => {});
+    }, this.keepAliveMs);
+    this.keepAlive.unref();
+  }
+
+  /** The gateway bundle this package ships (read once). */
+  private bundle(): Promise<Uint8Array> {
+    this.bundleBytes ??= readGatewayAsset(import.meta.url);
+    return this.bundleBytes;
+  }
+
+  /** True while the sandbox exists and runs (a sandbox paused or killed from outside does not). */
+  async alive(): Promise<boolean> {
+    const sandbox = this.sandbox;
+    if (!sandbox) return false;
+    return sandbox.getInfo().then(
+      (info) => info.status.state === 'Running',
+      () => false,
+    );
+  }
+
+  /**
+   * Stops the gateway (and with it the MCP servers it runs), kills the processes this object
+   * spawned, and pauses the sandbox: its files are kept and nothing runs in it.
+   */
+  async close(_options: CallOptions = {}): Promise<void> {
+    if (this.keepAlive) clearInterval(this.keepAlive);
+    this.keepAlive = undefined;
+    const sandbox = this.sandbox;
+    this.sandbox = undefined;
+    const link = this.link;
+    this.link = undefined;
+    const direct = this.direct;
+    this.direct = undefined;
+    // Another workspace object (of this process or another host) may still work in it.
+    const shared = await this.attachments.release(this.session);
+    this.session = undefined;
+    // Nothing of this object's may still be starting in the sandbox when it pauses.
+    await link?.stop().catch(() => {});
+    await direct?.killSpawned();
+    if (!sandbox) return;
+    try {
+      if (shared) return;
+      await sandbox.pause();
+    } catch (error) {
+      const translated = translateOpenSandboxError(error, `pausing sandbox ${sandbox.id}`);
+      // Gone already: nothing to pause.
+      if (!translated.details?.lost) throw translated;
+    } finally {
+      await sandbox.close().catch(() => {});
+    }
+  }
+
+  /** Kills every sandbox carrying the workspace id (its files go with it). */
+  async destroy(options: ProviderOpenOptions): Promise<void> {
+    const found = await this.find(options.workspaceId);
+    const manager = SandboxManager.create({ connectionConfig: this.connection });
+    try {
+      await Promise.all(
+        found.map(async ({ sandboxId }) => {
+          try {
+            await manager.killSandbox(sandboxId);
+          } catch (error) {
+            const translated = translateOpenSandboxError(error, `killing sandbox ${sandboxId}`);
+            if (!translated.details?.lost) throw translated;
+          }
+        }),
+      );
+    } finally {
+      await manager.close().catch(() => {});
+    }
+  }
+}
+
+/**
+ * Kills the sandboxes whose metadata names `owner` (all of them, in any state), and returns their
+ * ids: for tests and for cleaning up after a crashed service.
+ */
+export async function killOwnedSandboxes(
+  owner: string,
+  connection: Pick<OpenSandboxProviderOptions, 'apiKey' | 'domain' | 'protocol' | 'connectionConfig'> = {},
+): Promise<string[]> {
+  if (!owner) throw new WsError('INVALID_ARGUMENT', 'An owner tag is required');
+  const config = connectionOf(connection);
+  const ids = (await listByMetadata(config, METADATA.owner, owner, undefined)).map((info) => info.id);
+  const manager = SandboxManager.create({ connectionConfig: config });
+  try {
+    await Promise.all(ids.map((id) => manager.killSandbox(id).catch(() => {})));
+  } finally {
+    await manager.close().catch(() => {});
+  }
+  return ids;
+}

@@ -1,0 +1,474 @@
+import { randomBytes } from 'node:crypto';
+import type { Sandbox, ServerStreamEvent } from '@alibaba-group/opensandbox';
+import {
+  DEFAULT_MAX_OUTPUT_BYTES,
+  type ExecOptions,
+  type ExecResult,
+  type FileOptions,
+  type ProcessExit,
+  type ReadStreamOptions,
+  type SandboxCapabilities,
+  type SandboxProcess,
+  type SpawnOptions,
+  type WriteOptions,
+  WsError,
+  type Sandbox as WsSandbox,
+} from '@ws/core';
+import {
+  abortError,
+  assertArgv,
+  ChunkQueue,
+  collectBytes,
+  createExecResult,
+  cwdError,
+  encodeUtf8,
+  enterCwd,
+  normalizeInput,
+  OutputCollector,
+  resolveSandboxPath,
+  shellJoin,
+  shellQuote,
+  throwIfAborted,
+  writeThroughTemporary,
+} from '@ws/core/backend';
+import { translateOpenSandboxError } from './errors.js';
+
+const READY_MARK = 'ws-opensandbox: input ready';
+/** Where input files and the pipes of spawned processes live while they are used. */
+const SPOOL = '/tmp/.ws-opensandbox';
+/** Most bytes of input sent to a spawned process per command. */
+const WRITE_CHUNK_BYTES = 8 * 1024 * 1024;
+/** Input up to this size travels in the command line as base64 (far below its 128 KiB limit); more is uploaded first. */
+const INLINE_WRITE_BYTES = 48 * 1024;
+/** How long one write to a spawned process's input may take before it is given up. */
+const WRITE_TIMEOUT_MS = 30_000;
+/** Input of a spawned process accepted ahead of its delivery. */
+const INPUT_BUFFER_BYTES = 8 * 1024 * 1024;
+
+/** The exit code of an event stream's end: `error` carries it as its value; `execution_complete` is 0. */
+function exitOf(event: ServerStreamEvent): { exitCode: number } | { failure: string } {
+  if (event.type === 'execution_complete') return { exitCode: 0 };
+  const error = (event.error ?? {}) as { evalue?: unknown; traceback?: unknown };
+  const value = String(error.evalue ?? '').trim();
+  if (/^-?\d+$/.test(value)) return { exitCode: Number(value) };
+  return { failure: value || JSON.stringify(event.error) };
+}
+
+function randomName(): string {
+  return randomBytes(12).toString('hex');
+}
+
+/**
+ * An OpenSandbox sandbox as a sandbox, through the official SDK alone: commands through execd's
+ * command stream (stdout and stderr apart, as text), files through execd's file API, writes through a
+ * temporary file renamed over the target.
+ *
+ * execd gives a command no standard input. Input of `exec` is uploaded into a private file first
+ * and read from there; a spawned process reads a named pipe that each `write` fills with one command.
+ * Command output reaches the host as text (decoded as UTF-8 by execd), so output that is not UTF-8
+ * reaches this path with U+FFFD in place of invalid bytes; the workspace runs commands through the
+ * gateway, which carries bytes, whenever the sandbox has node.
+ */
+export class OpenSandboxSandbox implements WsSandbox {
+  readonly backend = 'opensandbox';
+  readonly capabilities: SandboxCapabilities = {
+    stat: false,
+    list: false,
+    remove: false,
+    mkdir: false,
+    rename: false,
+    readStream: true,
+    writeStream: false,
+    spawn: true,
+  };
+
+  /** Processes started by `spawn` that have not exited. */
+  private readonly spawned = new Set<SandboxProcess>();
+
+  constructor(
+    private readonly sandbox: Sandbox,
+    readonly workdir: string,
+    private readonly env: Readonly<Record<string, string>>,
+  ) {}
+
+  /** Kills every process `spawn` started that still runs, and waits until each has exited. */
+  async killSpawned(): Promise<void> {
+    const processes = [...this.spawned];
+    this.spawned.clear();
+    await Promise.all(
+      processes.map(async (process) => {
+        await process.kill('SIGKILL').catch(() => {});
+        await process.exited;
+      }),
+    );
+  }
+
+  private cwdOf(cwd: string | undefined): string {
+    return cwd === undefined ? this.workdir : resolveSandboxPath(this.workdir, cwd);
+  }
+
+  /** The shell text that enters `cwd` or reports why it cannot (execd runs it with `bash -c`). */
+  private enter(cwd: string, cleanup = ''): string {
+    return enterCwd(shellQuote(cwd), cleanup);
+  }
+
+  /** Uploads `input` into a fresh private file and returns its path. */
+  private async upload(
+    input: Uint8Array | AsyncIterable<Uint8Array>,
+    signal: AbortSignal | undefined,
+  ): Promise<string> {
+    const path = `${SPOOL}/in-${randomName()}`;
+    try {
+      await this.sandbox.files.writeFiles([
+        { path, data: input instanceof Uint8Array ? input.slice() : input, mode: 600 },
+      ]);
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      throw translateOpenSandboxError(error, 'uploading the input of a command');
+    }
+    return path;
+  }
+
+  async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    throwIfAborted(options.signal);
+    assertArgv(argv);
+    const cwd = this.cwdOf(options.cwd);
+    const input =
+      options.stdin === undefined
+        ? undefined
+        : await this.upload(normalizeInput(options.stdin), options.signal);
+    // The input file is opened, then removed: nothing of it stays behind the command.
+    const redirect =
+      input === undefined ? 'exec </dev/null' : `exec <${shellQuote(input)} && rm -f -- ${shellQuote(input)}`;
+    const line = `${redirect}; ${this.enter(cwd)}; exec ${shellJoin(argv)}`;
+    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
+    const stdout = new OutputCollector(limit);
+    const stderr = new OutputCollector(limit);
+    const controller = new AbortController();
+    let timedOut = false;
+    let aborted = false;
+    let commandId: string | undefined;
+    const stop = () => {
+      controller.abort();
+      // Ending the stream ends the command; the interrupt is for a server that kept it.
+      if (commandId) void this.sandbox.commands.interrupt(commandId).catch(() => {});
+    };
+    const timer =
+      options.timeoutMs !== undefined
+        ? setTimeout(() => {
+            timedOut = true;
+            stop();
+          }, options.timeoutMs)
+        : undefined;
+    const onAbort = () => {
+      aborted = true;
+      stop();
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let end: { exitCode: number } | { failure: string } | undefined;
+    try {
+      const events = this.sandbox.commands.runStream(
+        line,
+        { envs: { ...this.env, ...options.env } },
+        controller.signal,
+      );
+      for await (const event of events) {
+        if (event.type === 'init') commandId = event.text;
+        else if (event.type === 'stdout' || event.type === 'stderr') {
+          const bytes = encodeUtf8(event.text ?? '');
+          (event.type === 'stdout' ? stdout : stderr).push(bytes);
+          const listener = event.type === 'stdout' ? options.onStdout : options.onStderr;
+          // Awaited: a slow listener slows the stream down rather than piling it up.
+          if (listener) await listener(bytes);
+        } else if (event.type === 'execution_complete' || event.type === 'error') end = exitOf(event);
+      }
+    } catch (error) {
+      if (aborted) throw abortError(options.signal);
+      if (!timedOut) throw translateOpenSandboxError(error, `exec ${argv[0]}`);
+    } finally {
+      if (timer) clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      if (input !== undefined && (timedOut || aborted || end === undefined)) void this.removeQuietly(input);
+    }
+    if (aborted) throw abortError(options.signal);
+    if (timedOut)
+      return createExecResult({
+        exitCode: -1,
+        stdout: stdout.bytes(),
+        stderr: stderr.bytes(),
+        timedOut: true,
+        truncated: stdout.truncated || stderr.truncated,
+      });
+    if (end === undefined)
+      throw new WsError('BACKEND_ERROR', `exec ${argv[0]}: the command stream ended without an outcome`);
+    if ('failure' in end) throw new WsError('BACKEND_ERROR', `exec ${argv[0]} failed: ${end.failure}`);
+    const badCwd = cwdError(end.exitCode, stderr.bytes(), cwd);
+    if (badCwd) throw badCwd;
+    return createExecResult({
+      exitCode: end.exitCode,
+      stdout: stdout.bytes(),
+      stderr: stderr.bytes(),
+      truncated: stdout.truncated || stderr.truncated,
+    });
+  }
+
+  private async removeQuietly(path: string): Promise<void> {
+    await this.sandbox.commands
+      .run(`rm -rf -- ${shellQuote(path)}`, { timeoutSeconds: 30 })
+      .then(() => {})
+      .catch(() => {});
+  }
+
+  /**
+   * A long-lived process. Its standard input is a named pipe in a private folder, held open by a
+   * second process until `closeStdin()`; each `write` is one command that decodes its bytes into the
+   * pipe (writes go one at a time, in order, batched while one is under way). Its output arrives over
+   * execd's command stream, which the host reads only as fast as stdout is consumed.
+   */
+  async spawn(argv: readonly string[], options: SpawnOptions = {}): Promise<SandboxProcess> {
+    throwIfAborted(options.signal);
+    assertArgv(argv);
+    const cwd = this.cwdOf(options.cwd);
+    const dir = `${SPOOL}/p-${randomName()}`;
+    const d = shellQuote(dir);
+    const line = `umask 077; mkdir -p -- ${d} && mkfifo -- ${d}/in || exit 1
+echo $$ > ${d}/pid
+sleep 2147483647 > ${d}/in &
+echo $! > ${d}/holder
+printf '%s\\n' '${READY_MARK}' >&2
+${this.enter(cwd, `kill $! 2>/dev/null; rm -rf -- ${d}; `)}
+${shellJoin(argv)} < ${d}/in
+c=$?
+kill "$(cat ${d}/holder)" 2>/dev/null; rm -rf -- ${d}
+exit $c`;
+    const stdout = new ChunkQueue();
+    const stderr = new ChunkQueue(Number.POSITIVE_INFINITY);
+    const controller = new AbortController();
+    let started: () => void = () => {};
+    const init = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    let over = false;
+    let header: string | undefined = '';
+    const exited: Promise<ProcessExit> = (async () => {
+      let exit: ProcessExit = { exitCode: -1 };
+      try {
+        const events = this.sandbox.commands.runStream(
+          line,
+          { envs: { ...this.env, ...options.env } },
+          controller.signal,
+        );
+        for await (const event of events) {
+          if (event.type === 'stdout') await stdout.push(encodeUtf8(event.text ?? ''));
+          else if (event.type === 'stderr') {
+            let text = event.text ?? '';
+            // The wrapper's first line on stderr says the pipe is there; the process's own follow it.
+            if (header !== undefined) {
+              header += text;
+              const newline = header.indexOf('\n');
+              if (newline === -1) continue;
+              if (header.slice(0, newline) === READY_MARK) started();
+              text = header.slice(newline + 1);
+              header = undefined;
+            }
+            if (text !== '') void stderr.push(encodeUtf8(text));
+          } else if (event.type === 'execution_complete' || event.type === 'error') {
+            const end = exitOf(event);
+            exit = 'exitCode' in end ? { exitCode: end.exitCode } : { exitCode: -1 };
+          }
+        }
+      } catch {
+        // The stream broke or was cut: the process is gone with it.
+      } finally {
+        over = true;
+        started();
+        stdout.end();
+        stderr.end();
+      }
+      return exit;
+    })();
+    await init;
+    if (over) {
+      const exit = await exited;
+      throw new WsError('BACKEND_ERROR', `spawn ${argv[0]} failed (exit code ${exit.exitCode})`);
+    }
+    const process = this.processOf(dir, stdout, stderr, exited, controller, () => over);
+    this.spawned.add(process);
+    void exited.then(() => this.spawned.delete(process));
+    const onAbort = () => void process.kill('SIGKILL');
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
+    return process;
+  }
+
+  private processOf(
+    dir: string,
+    stdout: ChunkQueue,
+    stderr: ChunkQueue,
+    exited: Promise<ProcessExit>,
+    controller: AbortController,
+    isOver: () => boolean,
+  ): SandboxProcess {
+    const d = shellQuote(dir);
+    // Input waits here, as in a pipe's buffer: a write is accepted at once while less than
+    // INPUT_BUFFER_BYTES wait, so the pieces a writer makes one after the other go in one command.
+    const pending: Uint8Array[] = [];
+    let queued = 0;
+    const roomWaiters: (() => void)[] = [];
+    let failure: WsError | undefined;
+    let pumping: Promise<void> | undefined;
+    let closed = false;
+    const release = () => {
+      for (const wake of roomWaiters.splice(0)) wake();
+    };
+    // Sends what is queued, a batch per command, until the queue is empty or a command fails.
+    const pump = async () => {
+      await new Promise((resolve) => setImmediate(resolve));
+      while (pending.length > 0 && failure === undefined) {
+        const batch: Uint8Array[] = [];
+        let size = 0;
+        while (pending.length > 0 && size < WRITE_CHUNK_BYTES) {
+          const next = pending[0]!;
+          const room = WRITE_CHUNK_BYTES - size;
+          if (next.byteLength > room) {
+            batch.push(next.subarray(0, room));
+            pending[0] = next.subarray(room);
+            size += room;
+            break;
+          }
+          batch.push(next);
+          pending.shift();
+          size += next.byteLength;
+        }
+        const bytes = Buffer.concat(batch);
+        try {
+          if (isOver()) throw new Error('the process has exited');
+          let line: string;
+          if (bytes.byteLength <= INLINE_WRITE_BYTES) {
+            line = `[ -p ${d}/in ] || exit 3; printf '%s' '${bytes.toString('base64')}' | base64 -d > ${d}/in`;
+          } else {
+            // Too much for one command line: uploaded into the process's folder, then copied in.
+            const part = `${dir}/part-${randomName()}`;
+            await this.sandbox.files.writeFiles([{ path: part, data: bytes, mode: 600 }]);
+            line = `[ -p ${d}/in ] || { rm -f -- ${shellQuote(part)}; exit 3; }; cat -- ${shellQuote(part)} > ${d}/in; c=$?; rm -f -- ${shellQuote(part)}; exit $c`;
+          }
+          const result = await this.sandbox.commands.run(line, { timeoutSeconds: WRITE_TIMEOUT_MS / 1000 });
+          if (result.exitCode !== 0)
+            throw new Error(`the process no longer reads its input (exit code ${result.exitCode})`);
+        } catch (error) {
+          failure = new WsError('CONFLICT', 'The process no longer accepts input', { cause: error });
+          pending.length = 0;
+        }
+        queued -= size;
+        if (failure !== undefined) queued = 0;
+        release();
+      }
+    };
+    const kick = (): void => {
+      if (pumping) return;
+      pumping = pump().finally(() => {
+        pumping = undefined;
+        if (pending.length > 0 && failure === undefined) kick();
+      });
+    };
+    const write = async (chunk: Uint8Array | string): Promise<void> => {
+      const bytes = typeof chunk === 'string' ? encodeUtf8(chunk) : chunk;
+      if (failure) throw failure;
+      if (closed || isOver()) throw new WsError('CONFLICT', 'The process no longer accepts input');
+      if (bytes.byteLength === 0) return;
+      while (queued >= INPUT_BUFFER_BYTES && failure === undefined)
+        await new Promise<void>((resolve) => roomWaiters.push(resolve));
+      if (failure) throw failure;
+      pending.push(bytes.slice());
+      queued += bytes.byteLength;
+      kick();
+    };
+    const drained = async () => {
+      while (pumping) await pumping;
+    };
+    const signalGroup = async (signal: NodeJS.Signals) => {
+      if (isOver()) return;
+      const name = signal.replace(/^SIG/, '');
+      const result = await this.sandbox.commands
+        .run(`[ -f ${d}/pid ] && kill -s ${shellQuote(name)} -- "-$(cat ${d}/pid)"`, { timeoutSeconds: 30 })
+        .catch(() => undefined);
+      // Without the signal delivered, ending the stream ends the process group (execd kills it).
+      if (result?.exitCode !== 0) controller.abort();
+    };
+    return {
+      pid: undefined,
+      stdout: stdout.iterate(),
+      stderr: stderr.iterate(),
+      write,
+      closeStdin: async () => {
+        if (closed) return;
+        closed = true;
+        await drained();
+        if (isOver()) return;
+        await this.sandbox.commands
+          .run(`[ -f ${d}/holder ] && kill "$(cat ${d}/holder)" 2>/dev/null; exit 0`, { timeoutSeconds: 30 })
+          .catch(() => {});
+      },
+      kill: signalGroup,
+      exited,
+      [Symbol.asyncDispose]: async () => {
+        await signalGroup('SIGKILL');
+        await exited;
+      },
+    };
+  }
+
+  async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
+    return collectBytes(await this.readStream(path, options));
+  }
+
+  async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
+    throwIfAborted(options.signal);
+    const target = resolveSandboxPath(this.workdir, path);
+    const iterator = this.sandbox.files.readBytesStream(target)[Symbol.asyncIterator]();
+    // The first chunk (or the error of a missing file) is awaited here, so a failure is this call's.
+    let first: IteratorResult<Uint8Array>;
+    try {
+      first = await iterator.next();
+    } catch (error) {
+      if (options.signal?.aborted) throw abortError(options.signal);
+      throw translateOpenSandboxError(error, `reading ${target}`, target);
+    }
+    const signal = options.signal;
+    return (async function* () {
+      try {
+        if (first.done) return;
+        yield first.value;
+        for (;;) {
+          throwIfAborted(signal);
+          const { done, value } = await iterator.next();
+          if (done) return;
+          yield value;
+        }
+      } catch (error) {
+        if (signal?.aborted) throw abortError(signal);
+        throw translateOpenSandboxError(error, `reading ${target}`, target);
+      } finally {
+        await iterator.return?.().catch(() => {});
+      }
+    })();
+  }
+
+  /**
+   * Writes a file whole or not at all: a command resolves the target's links and makes a temporary
+   * file beside it, execd's file API uploads the bytes into it, and a second command gives it the
+   * mode and renames it over the target.
+   */
+  async writeFile(path: string, data: Uint8Array | string, options: WriteOptions = {}): Promise<void> {
+    const bytes = typeof data === 'string' ? encodeUtf8(data) : data;
+    await writeThroughTemporary(
+      this,
+      resolveSandboxPath(this.workdir, path),
+      options,
+      async (temporary) => {
+        await this.sandbox.files.writeFiles([{ path: temporary, data: bytes.slice() }]);
+      },
+      (error, target) => translateOpenSandboxError(error, `writing ${target}`, target),
+    );
+  }
+}

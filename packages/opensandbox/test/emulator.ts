@@ -1,0 +1,38 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
+import { EMULATOR_BIN, type EmulatorProcess, launchEmulator } from '@ws/emulators';
+
+/** The image the emulated sandboxes run: the one of @ws/docker (node, ripgrep and tar inside). */
+export const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
+
+/** Why the emulated suites cannot run here (no engine, image or built emulator), or undefined. */
+export async function emulatorProblem(): Promise<string | undefined> {
+  const problem = await dockerProblem(image);
+  if (problem) return `the OpenSandbox emulator needs Docker: ${problem}`;
+  if (!existsSync(EMULATOR_BIN))
+    return `${EMULATOR_BIN} is missing: build @ws/emulators first (npm test does)`;
+  return undefined;
+}
+
+export interface EmulatorConnection {
+  apiKey: string;
+  domain: string;
+  image: string;
+}
+
+let emulator: Promise<EmulatorProcess> | undefined;
+
+/** The connection options of one emulator per test file, started on first use (`ws-emulator opensandbox`). */
+export async function connection(): Promise<EmulatorConnection> {
+  // A key of its own: only this suite's clients are let in.
+  emulator ??= launchEmulator('opensandbox', ['--api-key', `key-${randomBytes(8).toString('hex')}`]);
+  const { env } = await emulator;
+  return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
+}
+
+export async function stopEmulator(): Promise<void> {
+  const running = emulator;
+  emulator = undefined;
+  await (await running?.catch(() => undefined))?.stop();
+}
