@@ -207,6 +207,26 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
       if (response.write(`${JSON.stringify(value)}\n`)) return undefined;
       return new Promise<void>((resolve) => response.once('drain', resolve));
     };
+    // With `maxOutputBytes`, each stream sends its head and counts the rest as dropped.
+    const cap =
+      typeof header.maxOutputBytes === 'number' && header.maxOutputBytes >= 0
+        ? header.maxOutputBytes
+        : undefined;
+    const sent = { o: 0, e: 0 };
+    let dropped = false;
+    const output = (t: 'o' | 'e', chunk: Uint8Array) => {
+      let bytes = chunk;
+      if (cap !== undefined) {
+        const room = Math.max(0, cap - sent[t]);
+        if (bytes.byteLength > room) {
+          dropped = true;
+          bytes = bytes.subarray(0, room);
+        }
+        if (bytes.byteLength === 0) return undefined;
+      }
+      sent[t] += bytes.byteLength;
+      return frame({ t, d: Buffer.from(bytes).toString('base64') });
+    };
     try {
       const result = await sandbox.exec(header.argv, {
         ...(header.cwd ? { cwd: header.cwd } : {}),
@@ -219,19 +239,18 @@ export function createGatewayServer(options: GatewayServerOptions): Server {
         ...(header.timeoutMs !== undefined ? { timeoutMs: header.timeoutMs } : {}),
         signal: controller.signal,
         maxOutputBytes: 0,
-        onStdout: (chunk) => frame({ t: 'o', d: Buffer.from(chunk).toString('base64') }),
-        onStderr: (chunk) => frame({ t: 'e', d: Buffer.from(chunk).toString('base64') }),
+        onStdout: (chunk) => output('o', chunk),
+        onStderr: (chunk) => output('e', chunk),
       });
       // With nothing kept, the result holds only what the sandbox wrote itself (a missing executable's message).
-      if (result.stdout.byteLength > 0)
-        await frame({ t: 'o', d: Buffer.from(result.stdout).toString('base64') });
-      if (result.stderr.byteLength > 0)
-        await frame({ t: 'e', d: Buffer.from(result.stderr).toString('base64') });
+      if (result.stdout.byteLength > 0) await output('o', result.stdout);
+      if (result.stderr.byteLength > 0) await output('e', result.stderr);
       await frame({
         t: 'x',
         exitCode: result.exitCode,
         timedOut: result.timedOut,
         ...(result.signal ? { signal: result.signal } : {}),
+        ...(dropped ? { truncated: true } : {}),
       });
     } catch (error) {
       const wrapped = isWsError(error) ? error : new WsError('BACKEND_ERROR', String(error));

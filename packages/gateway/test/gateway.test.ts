@@ -112,6 +112,33 @@ describe('gateway', () => {
     expect([big.stdout.byteLength, big.truncated, streamed]).toEqual([1000, true, 5_000_000]);
   });
 
+  it('sends only the head of the output when nobody listens to the rest, and says it dropped some', async () => {
+    const sandbox = new GatewaySandbox({ direct: new LocalSandbox({ workdir }), link, routeExec: true });
+    const capped = await sandbox.exec(['sh', '-c', 'head -c 5000000 /dev/zero; echo err >&2'], {
+      maxOutputBytes: 1000,
+    });
+    expect([capped.stdout.byteLength, capped.stderrText, capped.truncated]).toEqual([1000, 'err\n', true]);
+    const whole = await sandbox.exec(['head', '-c', '1000', '/dev/zero'], { maxOutputBytes: 1000 });
+    expect([whole.stdout.byteLength, whole.truncated]).toEqual([1000, false]);
+    // On the wire: the capped command's stream is its head, not five megabytes.
+    const header = new TextEncoder().encode(
+      `${JSON.stringify({ argv: ['head', '-c', '5000000', '/dev/zero'], maxOutputBytes: 10 })}\n`,
+    );
+    const response = await client.request('POST', '/exec', {
+      body: (async function* () {
+        yield header;
+      })(),
+    });
+    const frames = (await readText(response))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(frames).toEqual([
+      { t: 'o', d: Buffer.alloc(10).toString('base64') },
+      { t: 'x', exitCode: 0, timedOut: false, truncated: true },
+    ]);
+  });
+
   it('confines file operations to the allowed roots, following links', async () => {
     const sandbox = new GatewaySandbox({ direct: new LocalSandbox({ workdir }), link, routeExec: false });
     await sandbox.writeFile('inside/a.txt', 'kept');

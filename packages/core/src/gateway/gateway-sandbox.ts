@@ -176,12 +176,15 @@ export class GatewaySandbox implements Sandbox {
     if (!this.options.routeExec) return this.options.direct.exec(argv, options);
     assertArgv(argv);
     throwIfAborted(options.signal);
+    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const header: GatewayExecRequest = {
       argv,
       ...(options.cwd !== undefined ? { cwd: resolveSandboxPath(this.workdir, options.cwd) } : {}),
       ...(options.env ? { env: { ...options.env } } : {}),
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.stdin !== undefined ? { stdin: 'stream' as const } : {}),
+      // Nobody listens to the output: only its head is kept, so only the head need cross the channel.
+      ...(!options.onStdout && !options.onStderr && Number.isFinite(limit) ? { maxOutputBytes: limit } : {}),
     };
     const stdin = options.stdin === undefined ? undefined : normalizeInput(options.stdin);
     const body: AsyncIterable<Uint8Array> = {
@@ -195,7 +198,6 @@ export class GatewaySandbox implements Sandbox {
     if (!response) return this.options.direct.exec(argv, options);
     if ((response.statusCode ?? 500) >= 400)
       throw errorFromResponse(response.statusCode ?? 500, await readText(response));
-    const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
     const stdout = new OutputCollector(limit);
     const stderr = new OutputCollector(limit);
     let exit: Extract<GatewayExecFrame, { t: 'x' }> | undefined;
@@ -239,7 +241,7 @@ export class GatewaySandbox implements Sandbox {
       stdout: stdout.bytes(),
       stderr: stderr.bytes(),
       timedOut: exit.timedOut,
-      truncated: stdout.truncated || stderr.truncated,
+      truncated: stdout.truncated || stderr.truncated || exit.truncated === true,
       signal: exit.signal,
     });
   }

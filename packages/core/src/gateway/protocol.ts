@@ -43,12 +43,25 @@ export interface GatewayExecRequest {
   /** `'stream'`: stdin follows the JSON line as raw bytes; a string: base64 stdin; absent: none. */
   readonly stdin?: 'stream' | string;
   readonly timeoutMs?: number;
+  /**
+   * When set, the gateway sends at most this many bytes of each stream and drops the rest (counting
+   * it), so a command's huge output does not cross the channel when only its head is kept; the exit
+   * frame then says `truncated`. Absent: every byte is sent (the host streams it to a listener).
+   */
+  readonly maxOutputBytes?: number;
 }
 
 /** `o`/`e`: stdout/stderr bytes (base64); `x`: the exit; `f`: a failure before or while running. */
 export type GatewayExecFrame =
   | { readonly t: 'o' | 'e'; readonly d: string }
-  | { readonly t: 'x'; readonly exitCode: number; readonly signal?: string; readonly timedOut: boolean }
+  | {
+      readonly t: 'x';
+      readonly exitCode: number;
+      readonly signal?: string;
+      readonly timedOut: boolean;
+      /** Output past the request's `maxOutputBytes` was dropped. */
+      readonly truncated?: boolean;
+    }
   | { readonly t: 'f'; readonly error: GatewayErrorBody['error'] };
 
 export type GatewayFileOp =
