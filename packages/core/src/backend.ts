@@ -21,6 +21,7 @@ export {
 export {
   assertDeletableHostDir,
   hostTag,
+  makeHostDirs,
   ownedTempDir,
   pinnedSocketChannel,
   pinSandboxSocket,

@@ -7,6 +7,7 @@ import {
   assertDeletableHostDir,
   completeSandbox,
   layoutPaths,
+  makeHostDirs,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -200,8 +201,7 @@ export class DockerProvider implements Provider {
     const sockets = await privateHostDir(join(runtime, 'sockets'));
     // Recorded before attaching, so that another object closing meanwhile sees this one.
     this.attachment = await recordAttachment(await privateHostDir(join(runtime, 'users')));
-    if (this.options.hostWorkdir !== undefined)
-      await mkdir(resolve(this.options.hostWorkdir), { recursive: true, mode: 0o700 });
+    if (this.options.hostWorkdir !== undefined) await makeHostDirs(resolve(this.options.hostWorkdir), 0o700);
     const container = await this.attachOrCreate(shared);
     this.container = container;
     this.attachMs = performance.now() - started;

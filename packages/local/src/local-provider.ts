@@ -1,7 +1,8 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import {
   assertDeletableHostDir,
   fromErrno,
+  makeHostDirs,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -27,7 +28,7 @@ export class LocalProvider implements Provider {
   async open(options: ProviderOpenOptions): Promise<ProviderSession> {
     throwIfAborted(options.signal);
     try {
-      await mkdir(this.expectedWorkdir, { recursive: true });
+      await makeHostDirs(this.expectedWorkdir);
     } catch (error) {
       throw fromErrno(error, `Creating the workdir ${this.expectedWorkdir} failed`, {
         path: this.expectedWorkdir,

@@ -34,6 +34,7 @@ import {
 } from '@ws/core';
 import {
   fromErrno,
+  makeHostDirs,
   ProcessGroups,
   resolveSandboxPath,
   runHostCommand,
@@ -210,7 +211,7 @@ export class LocalSandbox implements Sandbox {
 
   private async makeParent(target: string): Promise<void> {
     try {
-      await mkdir(dirname(target), { recursive: true });
+      await makeHostDirs(dirname(target));
     } catch (error) {
       // A file where a parent directory should be: report it as the write's problem.
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
@@ -277,7 +278,8 @@ export class LocalSandbox implements Sandbox {
     throwIfAborted(options.signal);
     const target = this.resolve(path);
     try {
-      await mkdir(target, { recursive: options.recursive ?? false });
+      if (options.recursive) await makeHostDirs(target);
+      else await mkdir(target);
     } catch (error) {
       throw fromErrno(error, `Creating directory ${target} failed`, { path: target });
     }

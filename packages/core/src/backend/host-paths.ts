@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { chmod, link, lstat, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { chmod, link, lstat, mkdir, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { join, resolve, sep } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { fromErrno, WsError } from '../contracts/errors.js';
 import type { GatewayChannel } from '../gateway/client.js';
 
@@ -61,13 +61,49 @@ export async function pinSandboxSocket(
 }
 
 /**
+ * `mkdir -p` for a host path, one level at a time: Node 20's recursive `mkdir` never settles for a
+ * path under a filesystem that refuses new entries (`/proc/nope` hangs it), so a bad workdir, or a
+ * link an agent pointed there, would hang the caller. Throws the errno error of the level that
+ * failed (`ENOENT`, `EACCES`, `ENOTDIR` when a level is a file).
+ */
+export async function makeHostDirs(path: string, mode?: number): Promise<void> {
+  const missing: string[] = [];
+  for (let current = resolve(path); ; ) {
+    const info = await stat(current).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return undefined;
+      throw error;
+    });
+    if (info) {
+      if (!info.isDirectory())
+        throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${current}'`), {
+          code: 'ENOTDIR',
+          path: current,
+          syscall: 'mkdir',
+        });
+      break;
+    }
+    missing.push(current);
+    const parent = dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  for (const dir of missing.reverse()) {
+    try {
+      await mkdir(dir, mode === undefined ? {} : { mode });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+}
+
+/**
  * Creates a host folder only this user can enter (mode 0700) and checks that it is a real folder of
  * this user, not a link. Its parents are created as needed.
  * `anyOwner` accepts a folder of another user (a workdir the caller named).
  * @throws WsError `PERMISSION_DENIED` when `path` is a link, not a directory, or another user's.
  */
 export async function privateHostDir(path: string, options: { anyOwner?: boolean } = {}): Promise<string> {
-  await mkdir(path, { recursive: true, mode: 0o700 });
+  await makeHostDirs(path, 0o700);
   const info = await lstat(path);
   if (info.isSymbolicLink() || !info.isDirectory())
     throw new WsError('PERMISSION_DENIED', `${path} must be a directory, not a link`, { details: { path } });
