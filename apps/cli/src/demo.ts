@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeUtf8 } from '@ws/core/backend';
 import { LocalWorkspace } from '@ws/local';
+import { prepareHostDir } from './backends.js';
 
 interface DemoOptions {
   workdir?: string;
@@ -20,7 +21,10 @@ const indent = (text: string) =>
 /** The quick-start job: one local workspace, a few commands and files, each step printed. */
 export async function runDemo(options: DemoOptions): Promise<number> {
   const temporary = options.workdir === undefined;
-  const workdir = options.workdir ?? (await mkdtemp(join(tmpdir(), 'ws-demo-')));
+  const workdir =
+    options.workdir === undefined
+      ? await mkdtemp(join(tmpdir(), 'ws-demo-'))
+      : await prepareHostDir(options.workdir);
   const started = performance.now();
   const workspace = new LocalWorkspace({ hostWorkdir: workdir, workspaceId: 'demo' });
   try {

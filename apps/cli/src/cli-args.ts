@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+
+/** Bad input on the command line: printed as one line, exit code 2. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
+
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>;
+
+/** What {@link parseCommand} returns for a set of options. */
+export type Parsed<Options extends OptionSpec> = ReturnType<
+  typeof parseArgs<{ args: string[]; options: Options; strict: true; allowPositionals: true }>
+>;
+
+/** The version of @ws/cli, read from its package.json next to dist/. */
+export function cliVersion(): string {
+  const text = readFileSync(new URL('../package.json', import.meta.url), 'utf8');
+  return (JSON.parse(text) as { version: string }).version;
+}
+
+/**
+ * Parses one command's arguments strictly: an unknown flag, a missing value or a stray positional
+ * becomes a {@link UsageError} that names the command.
+ */
+export function parseCommand<Options extends OptionSpec>(
+  command: string,
+  args: string[],
+  options: Options,
+  allowPositionals = false,
+): Parsed<Options> {
+  try {
+    const parsed = parseArgs({ args, options, strict: true as const, allowPositionals: true as const });
+    if (!allowPositionals && parsed.positionals.length > 0) {
+      throw new UsageError(`ws ${command}: unexpected argument ${JSON.stringify(parsed.positionals[0])}`);
+    }
+    return parsed;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    // Node's messages suggest `--` for values starting with a dash; the first sentence is enough.
+    throw new UsageError(
+      `ws ${command}: ${message?.replace(/\.? To specify a positional.*$/, '').replace(/\.$/, '')} (see ws ${command} --help)`,
+    );
+  }
+}
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** `500ms`, `90s`, `2m`, `1h`; a bare number is seconds. @throws UsageError for anything else. */
+export function parseDuration(flag: string, text: string): number {
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  const unit = UNITS[match?.[2] ?? 's'];
+  if (!match || unit === undefined || Number(match[1]) <= 0) {
+    throw new UsageError(`--${flag} takes a duration such as 90s, 2m or 500ms, not ${JSON.stringify(text)}`);
+  }
+  return Math.round(Number(match[1]) * unit);
+}
+
+/** A TCP port, 0 (any free port) to 65535. */
+export function parsePort(text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) > 65_535) {
+    throw new UsageError(`--http takes a port number (0 to 65535), not ${JSON.stringify(text)}`);
+  }
+  return Number(text);
+}
+
+/** `KEY=VALUE` pairs of a repeatable flag into a record. */
+export function parsePairs(
+  flag: string,
+  pairs: readonly string[] | undefined,
+): Record<string, string> | undefined {
+  if (!pairs || pairs.length === 0) return undefined;
+  const record: Record<string, string> = {};
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new UsageError(`--${flag} takes KEY=VALUE, not ${JSON.stringify(pair)}`);
+    record[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  return record;
+}

@@ -1,0 +1,119 @@
+import { spawnSync } from 'node:child_process';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { assertBuilt, BIN, runWs } from './helpers.js';
+
+beforeAll(assertBuilt);
+
+const version = (
+  JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+describe('ws: help and version', () => {
+  it.each([['--version'], ['-v']])('%s prints the package version', (flag) => {
+    const result = runWs([flag]);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toBe(`${version}\n`);
+  });
+
+  it.each([['--help'], ['serve', '--help'], ['exec', '--help'], ['demo', '--help']])(
+    'ws %s prints usage and exits 0',
+    (...args) => {
+      const result = runWs(args);
+      expect(result.status).toBe(0);
+      expect(result.stdout).toMatch(/^Usage: ws/);
+      expect(result.stderr).toBe('');
+    },
+  );
+});
+
+describe('ws: bad input gives one line and a non-zero exit', () => {
+  const cases: [string, string[], RegExp][] = [
+    ['an unknown command', ['frobnicate'], /unknown command "frobnicate"/],
+    ['an unknown top-level flag', ['--bogus'], /unknown option --bogus/],
+    ['an unknown demo flag', ['demo', '--bogus'], /Unknown option '--bogus'/],
+    ['an unknown serve flag', ['serve', '--bogus'], /Unknown option '--bogus'/],
+    ['a flag without its value', ['serve', '--backend'], /--backend/],
+    ['an unknown backend', ['serve', '--backend', 'nope'], /unknown backend "nope"/],
+    ['a port that is not one', ['serve', '--http', 'eighty'], /--http takes a port/],
+    ['a public bind without a token', ['serve', '--http', '0', '--host', '0.0.0.0'], /pass --token/],
+    ['--stdio with --http', ['serve', '--stdio', '--http', '0'], /exclude each other/],
+    ['a flag of another backend', ['serve', '--backend', 'local', '--image', 'x'], /--image does not apply/],
+    ['an unreadable MCP config', ['serve', '--mcp-config', '/nonexistent/mcp.json'], /--mcp-config/],
+    ['a bad --max-result-chars', ['serve', '--max-result-chars', '-5'], /--max-result-chars/],
+    ['exec without a command', ['exec'], /no command given/],
+    ['a bad duration', ['exec', '--timeout', 'soon', '--', 'true'], /--timeout takes a duration/],
+    [
+      'a workdir under /proc (demo)',
+      ['demo', '--workdir', '/proc/nope'],
+      /cannot create the workdir \/proc\/nope/,
+    ],
+    [
+      'a workdir under /proc (exec)',
+      ['exec', '--workdir', '/proc/nope', '--', 'true'],
+      /cannot create the workdir/,
+    ],
+    [
+      'a workdir under /proc (serve)',
+      ['serve', '--workdir', '/proc/nope/deeper'],
+      /cannot create the workdir/,
+    ],
+    ['a workdir that is a file', ['exec', '--workdir', '/etc/hostname', '--', 'true'], /not a directory/],
+  ];
+  it.each(cases)('%s', (_label, args, message) => {
+    const result = runWs(args);
+    expect(result.status).not.toBe(0);
+    expect(result.status).not.toBeNull(); // null: killed by the kill switch, so it hung
+    expect(result.stderr).toMatch(message);
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
+describe('ws: a backend package that is not installed', () => {
+  it('gives one line naming the npm package to install', () => {
+    // An install of @ws/cli with its dependencies only: no optional backend package beside it.
+    const root = mkdtempSync(join(tmpdir(), 'ws-cli-install-'));
+    try {
+      const here = fileURLToPath(new URL('..', import.meta.url));
+      mkdirSync(join(root, 'dist'));
+      copyFileSync(BIN, join(root, 'dist', 'bin.js'));
+      copyFileSync(join(here, 'package.json'), join(root, 'package.json'));
+      for (const name of ['@ws/core', '@ws/local', '@modelcontextprotocol/sdk']) {
+        mkdirSync(join(root, 'node_modules', name, '..'), { recursive: true });
+        symlinkSync(realpathSync(join(here, 'node_modules', name)), join(root, 'node_modules', name));
+      }
+      const result = spawnSync(
+        process.execPath,
+        [join(root, 'dist', 'bin.js'), 'exec', '--backend', 'docker', '--', 'true'],
+        {
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
+      expect(result.status).toBe(2);
+      expect(result.stderr).toBe(
+        'ws: the docker backend needs the package @ws/docker: npm install @ws/docker\n',
+      );
+      // The local backend, a dependency, still works from that install.
+      const local = spawnSync(process.execPath, [join(root, 'dist', 'bin.js'), 'exec', '--', 'echo', 'ok'], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(local.stdout).toBe('ok\n');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
