@@ -1,7 +1,8 @@
-import { mkdir, mkdtemp, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { McpServerSpec, Workspace } from '@ws/core';
+import { makeHostDirs } from '@ws/core/backend';
 import { type OptionSpec, parseDuration, parsePairs, UsageError } from './cli-args.js';
 
 export const BACKENDS = ['local', 'bwrap', 'docker', 'e2b', 'daytona', 'k8s'] as const;
@@ -244,35 +245,13 @@ async function importBackend(backend: BackendName): Promise<unknown> {
   }
 }
 
-/**
- * Creates a host folder one level at a time. (A recursive mkdir under `/proc` never returns on
- * Node 20, so the backends' own recursive mkdir must not be the first to see a bad path.)
- */
+/** Creates the workdir (one level at a time, see `makeHostDirs`); a failure is a usage error. */
 export async function prepareHostDir(path: string): Promise<string> {
   const absolute = resolve(path);
-  const missing: string[] = [];
-  let current = absolute;
-  for (;;) {
-    const info = await stat(current).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw new UsageError(`cannot use ${path} as the workdir: ${error.code ?? error.message}`);
-    });
-    if (info) {
-      if (!info.isDirectory())
-        throw new UsageError(`cannot use ${path} as the workdir: ${current} is not a directory`);
-      break;
-    }
-    missing.unshift(current);
-    const parent = dirname(current);
-    if (parent === current) break;
-    current = parent;
-  }
-  for (const directory of missing) {
-    await mkdir(directory).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'EEXIST') return;
-      throw new UsageError(`cannot create the workdir ${path}: ${error.code ?? error.message}`);
-    });
-  }
+  await makeHostDirs(absolute).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOTDIR') throw new UsageError(`cannot use ${path} as the workdir: not a directory`);
+    throw new UsageError(`cannot create the workdir ${path}: ${error.code ?? error.message}`);
+  });
   return absolute;
 }
 
