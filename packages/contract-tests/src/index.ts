@@ -25,6 +25,7 @@ export {
   sameBytes,
 } from './harness.js';
 export { entriesMatching, hostProcessesUsing } from './leftovers.js';
+export { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
 export type { AreaContext, ChildProcessTarget, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 /** The conformance areas, in the order they run. */
