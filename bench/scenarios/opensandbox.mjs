@@ -51,7 +51,7 @@ export async function run({ iterations }) {
         rows.push(
           ratioRow({
             scenario: 'OpenSandbox Bash round trip (emulator)',
-            subject: "Bash 'true' (gateway over one execd command's streams)",
+            subject: "Bash 'true' (gateway through execd's proxy to its port)",
             floor: "raw SDK commands.run('true')",
             samples,
             target: 0.5,

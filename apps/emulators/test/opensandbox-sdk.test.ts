@@ -228,6 +228,61 @@ describe.skipIf(problem !== undefined)('OpenSandbox emulator driven by @alibaba-
     expect(unknown).toMatchObject({ statusCode: 404 });
   });
 
+  it('proxies a port inside the sandbox at the endpoint the SDK hands out: requests, streamed answers, upgrades', async () => {
+    // A server inside: echoes the request, streams an answer in two parts, and takes any upgrade.
+    const server = `const http=require('http');const s=http.createServer((q,r)=>{let b='';q.on('data',d=>b+=d);q.on('end',()=>{if(q.url.startsWith('/stream')){r.write('first;');setTimeout(()=>r.end('second'),400);return}r.setHeader('x-seen',q.headers['x-extra']||'');r.end(q.method+' '+q.url+' '+b)})});s.on('upgrade',(q,k)=>{k.write('HTTP/1.1 101 Switching Protocols\\r\\nConnection: Upgrade\\r\\nUpgrade: '+q.headers.upgrade+'\\r\\n\\r\\n');k.pipe(k)});s.listen(7071,'127.0.0.1')`;
+    await sandbox.commands.run(`node -e "${server}"`, { background: true });
+    const url = await sandbox.getEndpointUrl(7071);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/execd\/[^/]+\/proxy\/7071$/);
+    const headers = { 'OPEN-SANDBOX-API-KEY': apiKey, 'x-extra': 'kept' };
+    let answer: Response | undefined;
+    for (let attempt = 0; attempt < 50; attempt++) {
+      answer = await fetch(`${url}/echo/path?q=1`, { method: 'POST', body: 'payload', headers });
+      if (answer.status !== 502) break;
+      await answer.text();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(answer?.status).toBe(200);
+    expect(answer?.headers.get('x-seen')).toBe('kept');
+    expect(await answer?.text()).toBe('POST /echo/path?q=1 payload');
+
+    const streamed = await fetch(`${url}/stream`, { headers });
+    const reader = (streamed.body as ReadableStream<Uint8Array>).getReader();
+    const first = await reader.read();
+    expect(Buffer.from(first.value ?? []).toString()).toBe('first;');
+    let rest = '';
+    for (let next = await reader.read(); !next.done; next = await reader.read())
+      rest += Buffer.from(next.value).toString();
+    expect(rest).toBe('second');
+
+    const { request } = await import('node:http');
+    const echoed = await new Promise<string>((resolve, reject) => {
+      const asked = request(`${url}/tunnel`, {
+        headers: { ...headers, connection: 'Upgrade', upgrade: 'echo-protocol' },
+      });
+      asked.on('upgrade', (response, socket) => {
+        expect(response.headers.upgrade).toBe('echo-protocol');
+        socket.once('data', (chunk) => {
+          socket.destroy();
+          resolve(chunk.toString());
+        });
+        socket.write('round trip');
+      });
+      asked.on('response', (response) => reject(new Error(`no upgrade: ${response.statusCode}`)));
+      asked.on('error', reject);
+      asked.end();
+    });
+    expect(echoed).toBe('round trip');
+
+    const closed = await fetch(`${await sandbox.getEndpointUrl(7999)}/`, { headers });
+    expect(closed.status).toBe(502);
+    await closed.text();
+    const unauthorized = await fetch(`${url}/`, { headers: { 'x-extra': 'no key' } });
+    expect(unauthorized.status).toBe(401);
+    await unauthorized.text();
+    await sandbox.commands.run('pkill -f "listen\\(7071" || true');
+  });
+
   it('keeps cwd and exported variables across the commands of a session', async () => {
     const session = await sandbox.commands.createSession({ workingDirectory: '/tmp' });
     await sandbox.commands.runInSession(session, 'mkdir -p s1 && cd s1 && export KEPT=yes');

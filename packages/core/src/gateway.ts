@@ -37,9 +37,9 @@ export type {
   GatewayMcpCall,
   GatewayMcpConnect,
 } from './gateway/protocol.js';
-export { GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
+export { GATEWAY_MUX_PATH, GATEWAY_MUX_UPGRADE, GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
 export type { RemoteGatewayOptions, RemoteGatewaySession } from './gateway/remote.js';
 export { openRemoteGateway } from './gateway/remote.js';
-export type { GatewaySocketPlace, SandboxGatewayOptions } from './gateway/start.js';
+export type { GatewaySocketPlace, ProxiedEndpoint, SandboxGatewayOptions } from './gateway/start.js';
 export { STDIO_IDLE_EXIT_MS, STDIO_PING_MS, sandboxGatewayLauncher } from './gateway/start.js';
 export { normalizeMcpSpec } from './internal/mcp/spec.js';

@@ -1,17 +1,22 @@
+import { timingSafeEqual } from 'node:crypto';
 import { rmSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { MuxEndpoint } from '@ws/core/gateway';
+import { GATEWAY_MUX_PATH, GATEWAY_MUX_UPGRADE, MuxEndpoint } from '@ws/core/gateway';
 import { createGatewayServer } from './server.js';
 
 // node gateway.mjs (--socket PATH | --port N [--host 127.0.0.1|::1] [--port-file PATH] |
-//                   --stdio [--idle-exit-ms MS]) --workdir DIR
+//                   --stdio) [--idle-exit-ms MS] --workdir DIR
 //                   [--allow ROOT]... [--secrets-stdin] [--nonce N] [--pid-file PATH]
 //
 // The gateway listens on a unix socket or a loopback port, never on another address; or, with
 // --stdio, it serves connections multiplexed over its own stdin and stdout (the host's MuxEndpoint
 // framing, after the secrets line) and exits when the host has sent nothing, not even a ping, for
 // --idle-exit-ms. In that mode nothing but frames goes to stdout; the log goes to stderr.
+// On a port, a host may also upgrade a connection (`GET /mux`, `Upgrade: ws-gateway-mux`, the
+// bearer token) to carry the same frames over it: the way in through a vendor's HTTP reverse proxy.
+// There, --idle-exit-ms counts from the last frame heard on any such connection.
 // The token comes from the first line of stdin with --secrets-stdin (a JSON object
 // `{"token": "...", "nonce": "..."}`; the gateway then exits when stdin closes, so it never outlives
 // the host process that started it), or else from the WS_GATEWAY_TOKEN environment variable. Never
@@ -132,6 +137,60 @@ if (values.stdio) {
     process.stderr.write(`gateway: serving on ${values.socket}\n`);
   });
 } else {
+  // Connections upgraded to multiplexed streams (see GATEWAY_MUX_UPGRADE), and when one last spoke.
+  const muxes = new Set<MuxEndpoint>();
+  let lastHeard = Date.now();
+  const expected = Buffer.from(`Bearer ${token}`);
+  server.on('upgrade', (request, socket: Socket, head: Buffer) => {
+    const given = Buffer.from(request.headers.authorization ?? '');
+    const wanted =
+      request.method === 'GET' &&
+      new URL(request.url ?? '/', 'http://gateway').pathname === GATEWAY_MUX_PATH &&
+      String(request.headers.upgrade ?? '').toLowerCase() === GATEWAY_MUX_UPGRADE;
+    if (!wanted || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      socket.end(
+        `HTTP/1.1 ${wanted ? '401 Unauthorized' : '400 Bad Request'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`,
+      );
+      return;
+    }
+    socket.setNoDelay(true);
+    socket.write(
+      `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${GATEWAY_MUX_UPGRADE}\r\n\r\n`,
+    );
+    const mux = new MuxEndpoint({
+      send: (text) =>
+        new Promise<void>((resolve, reject) =>
+          socket.write(text, (error) => (error ? reject(error) : resolve())),
+        ),
+      onOpen: (stream) => server.emit('connection', stream),
+      onNoise: (line) => process.stderr.write(`gateway: not a frame: ${line.slice(0, 200)}\n`),
+    });
+    muxes.add(mux);
+    // Not setEncoding: an HTTP server's socket refuses it; frames are ASCII, split anywhere.
+    const decoder = new TextDecoder();
+    socket.on('data', (chunk: Buffer) => {
+      lastHeard = Date.now();
+      mux.receive(decoder.decode(chunk, { stream: true }));
+    });
+    if (head.length > 0) mux.receive(head.toString('utf8'));
+    const drop = () => {
+      muxes.delete(mux);
+      mux.close(new Error('the upgraded connection closed'));
+    };
+    socket.on('close', drop);
+    socket.on('error', drop);
+  });
+  if (values['idle-exit-ms'] !== undefined) {
+    const idleMs = Number(values['idle-exit-ms']);
+    if (!Number.isFinite(idleMs) || idleMs < 1_000) fail('--idle-exit-ms must be a number of at least 1000');
+    setInterval(() => {
+      for (const mux of muxes) lastHeard = Math.max(lastHeard, mux.lastReceived);
+      if (Date.now() - lastHeard > idleMs) {
+        process.stderr.write(`gateway: nothing from the host for ${idleMs} ms, exiting\n`);
+        shutdown();
+      }
+    }, 1_000).unref();
+  }
   server.listen(Number(values.port ?? 0), host, () => {
     const address = server.address();
     const port = typeof address === 'object' && address ? address.port : 0;

@@ -6,6 +6,7 @@ import { invalid, notFound, OpenSandboxHttpError } from './errors.js';
 import { EventStreamWriter } from './event-stream.js';
 import { type CommandRun, type CommandSpec, failureOf, SESSION_ROOT } from './execd-commands.js';
 import { handleFiles, jsonBody } from './execd-files.js';
+import { proxyRequest, proxyTarget } from './execd-proxy.js';
 import { EXECD_ACCESS_TOKEN_HEADER } from './lifecycle.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 
@@ -126,13 +127,8 @@ if [ -n "$2" ]; then cd -- "$2" 2>/dev/null || { rm -rf -- "$1"; echo "chdir $2:
 pwd > "$1/cwd"`;
 
 /** The execd API of one sandbox (`path` is below the sandbox's endpoint prefix). */
-export async function handleExecd(
-  record: SandboxRecord,
-  request: IncomingMessage,
-  response: ServerResponse,
-  path: string,
-  query: URLSearchParams,
-): Promise<void> {
+/** What execd checks before serving anything: its access token, and that the sandbox runs. */
+export function checkExecdAccess(record: SandboxRecord, request: IncomingMessage): void {
   const token = request.headers[EXECD_ACCESS_TOKEN_HEADER.toLowerCase()];
   if (record.accessToken !== undefined && token !== record.accessToken)
     throw new OpenSandboxHttpError(
@@ -146,6 +142,22 @@ export async function handleExecd(
       'SANDBOX_NOT_RUNNING',
       `sandbox ${record.id} is ${record.state}${record.message ? `: ${record.message}` : ''}`,
     );
+}
+
+export async function handleExecd(
+  record: SandboxRecord,
+  request: IncomingMessage,
+  response: ServerResponse,
+  path: string,
+  query: URLSearchParams,
+): Promise<void> {
+  checkExecdAccess(record, request);
+  const proxied = proxyTarget(path);
+  if (proxied) {
+    const search = query.toString();
+    await proxyRequest(record, request, response, proxied, search ? `?${search}` : '');
+    return;
+  }
   const method = request.method ?? 'GET';
   if (method === 'GET' && path === '/ping') {
     sendEmpty(response, 200);

@@ -1,10 +1,12 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { notFound, OpenSandboxHttpError, requestId, sendOpenSandboxError } from './errors.js';
-import { handleExecd } from './execd.js';
+import { checkExecdAccess, handleExecd } from './execd.js';
+import { proxyTarget, proxyUpgrade } from './execd-proxy.js';
 import { OPENSANDBOX_LABELS, openSandboxFilter } from './labels.js';
 import { handleLifecycle, type LifecycleContext } from './lifecycle.js';
 import { SandboxRegistry } from './sandbox-registry.js';
@@ -167,6 +169,37 @@ export async function startOpenSandboxEmulator(
   };
 
   const server = createServer((request, response) => void handle(request, response));
+  // execd's reverse proxy passes upgraded connections through (WebSocket or any other protocol).
+  const upgraded = new Set<Duplex>();
+  server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    upgraded.add(socket);
+    socket.once('close', () => upgraded.delete(socket));
+    void (async () => {
+      const url = new URL(request.url ?? '/', 'http://emulator');
+      const target = targetOf(url.pathname);
+      const proxied = target?.kind === 'execd' ? proxyTarget(target.path) : undefined;
+      if (!target || target.kind !== 'execd' || !proxied) throw notFound(`Cannot upgrade ${url.pathname}`);
+      if (!authorized(request))
+        throw new OpenSandboxHttpError(
+          401,
+          'UNAUTHORIZED',
+          `missing or invalid ${OPENSANDBOX_API_KEY_HEADER} header`,
+        );
+      const record = registry.require(target.sandboxId);
+      checkExecdAccess(record, request);
+      log(`${request.method} ${request.url} upgrade to ${String(request.headers.upgrade)}`);
+      await proxyUpgrade(record, request, socket, head, proxied, url.search);
+    })().catch((error: unknown) => {
+      const known =
+        error instanceof OpenSandboxHttpError
+          ? error
+          : new OpenSandboxHttpError(500, 'INTERNAL_ERROR', dockerMessage(error));
+      const body = JSON.stringify({ code: known.code, message: known.message });
+      socket.end(
+        `HTTP/1.1 ${known.status} ${known.code}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    });
+  });
   const port = await listenOnLoopback(server, options.port);
   context.host = `127.0.0.1:${port}`;
   const url = `http://${context.host}`;
@@ -174,6 +207,7 @@ export async function startOpenSandboxEmulator(
   log(`opensandbox: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);
 
   const close = serverCloser(server, () => {
+    for (const socket of upgraded) socket.destroy();
     registry.close();
   });
   return {

@@ -36,6 +36,8 @@ export interface MuxEndpointOptions {
   maxFrameBytes?: number;
   /** Sends a ping this often (milliseconds), so the other side can tell it is still wanted. */
   pingMs?: number;
+  /** Called once when the channel ends (closed or failed): release what carries it. */
+  onClose?(error: Error): void;
 }
 
 const DEFAULT_WINDOW = 4 * 1024 * 1024;
@@ -160,6 +162,7 @@ export class MuxEndpoint {
       state.duplex.destroy(new GatewayConnectionError(error.message, state.sent, error));
     }
     this.streams.clear();
+    this.options.onClose?.(error);
   }
 
   private frame(line: string): void {

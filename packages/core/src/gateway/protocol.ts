@@ -82,3 +82,13 @@ export interface GatewayMcpCall {
   readonly input: Record<string, unknown>;
   readonly timeoutMs?: number;
 }
+
+/**
+ * The HTTP upgrade a host asks of a gateway listening on a port, to carry {@link MuxEndpoint} frames
+ * over one raw connection (`GET /mux`, `Connection: Upgrade`, `Upgrade: ws-gateway-mux`, the bearer
+ * token). Used where the port is reached through a vendor's HTTP reverse proxy, which passes an
+ * upgraded connection through as bytes.
+ */
+export const GATEWAY_MUX_UPGRADE = 'ws-gateway-mux';
+/** The path of the {@link GATEWAY_MUX_UPGRADE} request. */
+export const GATEWAY_MUX_PATH = '/mux';

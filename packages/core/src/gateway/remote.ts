@@ -5,7 +5,7 @@ import type { CallOptions } from '../contracts/workspace.js';
 import { GatewayMcpConnector, GatewaySandbox } from './gateway-sandbox.js';
 import { installGateway, probeNode } from './install.js';
 import { GatewayLink } from './link.js';
-import { sandboxGatewayLauncher } from './start.js';
+import { type GatewaySocketPlace, type ProxiedEndpoint, sandboxGatewayLauncher } from './start.js';
 
 /** What {@link openRemoteGateway} needs from a backend whose sandbox is reached through a vendor's API. */
 export interface RemoteGatewayOptions {
@@ -22,6 +22,12 @@ export interface RemoteGatewayOptions {
   readonly via: string;
   /** The warning when the sandbox has no node to run the gateway with. */
   readonly noNodeWarning: string;
+  /**
+   * How the host reaches a port inside the sandbox (a vendor's reverse proxy). When given, the
+   * gateway listens on a loopback port reached through it, and falls back to its command's streams
+   * (with a warning) when that does not work.
+   */
+  endpoint?(port: number): Promise<ProxiedEndpoint>;
 }
 
 /** The session of {@link openRemoteGateway}, and the gateway's link when it runs (the backend stops it on close). */
@@ -49,21 +55,40 @@ export async function openRemoteGateway(
     return { session: { sandbox: direct, workdir, warnings }, link: undefined };
   }
   const bundle = await installGateway(complete, options.home, await options.bundle(), call);
-  const link = new GatewayLink(
-    sandboxGatewayLauncher({
-      start: (argv) => options.start(argv),
-      node: node.path,
-      bundle,
-      workdir,
-      socket: { kind: 'stdio' },
-    }),
-  );
-  // Waited for: every call goes through it from the first (a call through the vendor's API costs more).
-  await link.start(call).catch((error: unknown) => {
-    warnings.push(
-      `The gateway did not start, so calls go through ${options.via} directly: ${(error as Error).message}`,
+  const launcher = (socket: GatewaySocketPlace) =>
+    new GatewayLink(
+      sandboxGatewayLauncher({
+        start: (argv) => options.start(argv),
+        node: node.path,
+        bundle,
+        workdir,
+        socket,
+      }),
     );
-  });
+  let link: GatewayLink | undefined;
+  // Waited for: every call goes through it from the first (a call through the vendor's API costs more).
+  if (options.endpoint) {
+    const endpoint = options.endpoint;
+    const proxied = launcher({ kind: 'proxied', endpoint: (port) => endpoint(port) });
+    try {
+      await proxied.start(call);
+      link = proxied;
+    } catch (error) {
+      await proxied.stop().catch(() => {});
+      if (call.signal?.aborted) throw error;
+      warnings.push(
+        `The gateway could not be reached through the sandbox's port proxy, so it runs over a command's streams (each call costs a ${options.via} command): ${(error as Error).message}`,
+      );
+    }
+  }
+  if (!link) {
+    link = launcher({ kind: 'stdio' });
+    await link.start(call).catch((error: unknown) => {
+      warnings.push(
+        `The gateway did not start, so calls go through ${options.via} directly: ${(error as Error).message}`,
+      );
+    });
+  }
   return {
     session: {
       sandbox: new GatewaySandbox({ direct, link, routeExec: true }),

@@ -6,6 +6,7 @@ import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { GatewayChannel } from './client.js';
 import type { GatewayLauncher, LaunchedGateway } from './link.js';
 import { MuxEndpoint } from './mux.js';
+import { PortWatch, upgradeToMux } from './proxied.js';
 
 /**
  * Where a gateway creates its socket, and how the host reaches it:
@@ -20,7 +21,23 @@ import { MuxEndpoint } from './mux.js';
 export type GatewaySocketPlace =
   | { readonly kind: 'pinned'; readonly inside: string; readonly shared: string; readonly pinned: string }
   | { readonly kind: 'relay'; readonly inside: string; readonly sandbox: Sandbox }
-  | { readonly kind: 'stdio' };
+  | { readonly kind: 'stdio' }
+  | {
+      readonly kind: 'proxied';
+      /**
+       * Where the host reaches a port inside the sandbox: an `http:`/`https:` base URL (a vendor's
+       * reverse proxy, path prefix included) and the headers it wants.
+       */
+      endpoint(port: number): Promise<ProxiedEndpoint>;
+    };
+
+/** A port inside the sandbox as the host reaches it (see the `proxied` {@link GatewaySocketPlace}). */
+export interface ProxiedEndpoint {
+  /** `http://host:port/prefix` or `https://…`: the port's root. */
+  readonly url: string;
+  /** Headers every request to it must carry (a vendor's access token). */
+  readonly headers?: Readonly<Record<string, string>>;
+}
 
 /** How often the host pings a gateway served over stdio. */
 export const STDIO_PING_MS = 10_000;
@@ -59,14 +76,16 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
   const log = new TailBuffer(LOG_TAIL_BYTES);
   const { socket } = options;
   return {
-    async launch({ token, nonce }): Promise<LaunchedGateway> {
+    async launch({ token, nonce }, { signal }): Promise<LaunchedGateway> {
       const name = `gateway-${nonce.slice(0, 12)}.sock`;
       const process = await options.start([
         options.node,
         options.bundle,
         ...(socket.kind === 'stdio'
           ? ['--stdio', '--idle-exit-ms', String(STDIO_IDLE_EXIT_MS)]
-          : ['--socket', `${socket.inside}/${name}`]),
+          : socket.kind === 'proxied'
+            ? ['--port', '0', '--host', '127.0.0.1', '--idle-exit-ms', String(STDIO_IDLE_EXIT_MS)]
+            : ['--socket', `${socket.inside}/${name}`]),
         '--secrets-stdin',
         '--workdir',
         options.workdir,
@@ -87,17 +106,31 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
         const decoder = new TextDecoder();
         for await (const chunk of stream) into.receive(decoder.decode(chunk, { stream: true }));
       };
+      // A gateway on a port says which one on stderr once it listens.
+      const listening = socket.kind === 'proxied' ? new PortWatch() : undefined;
       const copied = Promise.all([
         mux ? demultiplex(process.stdout, mux) : copy(process.stdout),
-        copy(process.stderr),
+        listening
+          ? (async () => {
+              for await (const chunk of process.stderr) {
+                log.push(chunk);
+                listening.push(chunk);
+              }
+            })()
+          : copy(process.stderr),
       ]).catch(() => {});
+      let upgraded: MuxEndpoint | undefined;
       let exited = false;
       void process.exited.then((exit) => {
         exited = true;
-        mux?.close(new Error(`the gateway process exited (${JSON.stringify(exit)})`));
+        const gone = new Error(`the gateway process exited (${JSON.stringify(exit)})`);
+        mux?.close(gone);
+        upgraded?.close(gone);
+        listening?.fail(gone);
       });
       const stop = async () => {
         mux?.close(new Error('the gateway was stopped'));
+        upgraded?.close(new Error('the gateway was stopped'));
         await process.closeStdin().catch(() => {});
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
@@ -120,8 +153,21 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
         await stop();
         throw error;
       }
+      if (socket.kind === 'proxied') {
+        try {
+          const port = await (listening as PortWatch).port(signal);
+          const endpoint = await socket.endpoint(port);
+          upgraded = await upgradeToMux(endpoint, token, signal, (line) =>
+            log.push(new TextEncoder().encode(`${line}\n`)),
+          );
+        } catch (error) {
+          await stop();
+          throw error;
+        }
+        return { channel: { kind: 'mux', mux: upgraded }, exited: process.exited, stop };
+      }
       const reach: { channel: GatewayChannel; ready?: () => Promise<boolean> } =
-        mux || socket.kind === 'stdio'
+        socket.kind === 'stdio'
           ? { channel: { kind: 'mux', mux: mux as MuxEndpoint } }
           : socket.kind === 'pinned'
             ? pinnedSocketChannel(socket.shared, name, socket.pinned)
