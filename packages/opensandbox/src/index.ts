@@ -1,4 +1,6 @@
 export { translateOpenSandboxError } from './errors.js';
+export type { OpenSandboxWorkspacesOptions } from './factory.js';
+export { openSandboxWorkspaces } from './factory.js';
 export type { OpenSandboxProviderOptions } from './opensandbox-provider.js';
 export {
   DEFAULT_OPENSANDBOX_IMAGE,
@@ -11,3 +13,5 @@ export {
 export { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 export type { OpenSandboxWorkspaceOptions } from './opensandbox-workspace.js';
 export { OpenSandboxWorkspace } from './opensandbox-workspace.js';
+export type { OpenSandboxGcOptions } from './reap.js';
+export { gcOpenSandbox, openSandboxReaper } from './reap.js';

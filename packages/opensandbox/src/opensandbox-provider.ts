@@ -16,6 +16,8 @@ export const METADATA = {
   id: 'ws.workspace.id',
   owner: 'ws.owner',
   created: 'ws.created',
+  /** When the last workspace object let the sandbox go and paused it (ISO 8601). */
+  released: 'ws.released',
 } as const;
 
 /** The workdir inside an OpenSandbox sandbox (as AgentScope's). */
@@ -31,7 +33,7 @@ const READY_TIMEOUT_SECONDS = 30;
 const SETTLE_TIMEOUT_MS = 60_000;
 
 /** Where each workspace object attached to a sandbox keeps its record (see {@link Attachments}). */
-const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
+export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 
 /** The states in which a sandbox still holds the workspace's files. */
 const LIVE_STATES = ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming'];
@@ -61,7 +63,7 @@ interface Found {
   readonly state: string;
 }
 
-function connectionOf(
+export function connectionOf(
   options: Pick<
     OpenSandboxProviderOptions,
     'apiKey' | 'domain' | 'protocol' | 'requestTimeoutMs' | 'connectionConfig'
@@ -106,7 +108,8 @@ async function listByMetadata(
 
 /**
  * Finds the workspace's sandbox by its metadata (several → the newest, with a warning), resumes it
- * when paused or creates it, installs and starts the gateway over one long-lived command's streams,
+ * when paused or creates it, installs and starts the gateway (reached through execd's proxy to its
+ * port, or else over one long-lived command's streams),
  * and keeps the sandbox's time limit pushed back while the workspace is open. `close()` pauses the
  * sandbox; `destroy()` kills every sandbox carrying the workspace's id.
  */
@@ -193,6 +196,14 @@ export class OpenSandboxProvider implements Provider {
         workdir: OPENSANDBOX_WORKDIR,
         bundle: () => this.bundle(),
         via: 'execd',
+        // execd's reverse proxy to a port inside the sandbox, with the headers execd wants.
+        endpoint: async (port) => {
+          const endpoint = await sandbox.getEndpoint(port);
+          return {
+            url: `${this.connection.protocol}://${endpoint.endpoint}`,
+            headers: { ...this.connection.headers, ...endpoint.headers },
+          };
+        },
         noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run`,
       },
       options,
@@ -342,6 +353,8 @@ export class OpenSandboxProvider implements Provider {
     if (!sandbox) return;
     try {
       if (shared) return;
+      // The reaper counts a paused sandbox's idle time from here (the listing does not say when it paused).
+      await sandbox.patchMetadata({ [METADATA.released]: new Date().toISOString() }).catch(() => {});
       await sandbox.pause();
     } catch (error) {
       const translated = translateOpenSandboxError(error, `pausing sandbox ${sandbox.id}`);
