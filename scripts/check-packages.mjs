@@ -115,6 +115,31 @@ const SCENARIOS = [
     forbids: VENDOR_SDKS.filter((name) => !['@alibaba-group/opensandbox', 'dockerode', 'e2b'].includes(name)),
   },
   { name: 'cli', packages: ['@ws/core', '@ws/local', '@ws/cli'], brings: [], forbids: VENDOR_SDKS },
+  // The adapters: npm installs each framework as the adapter's peer; no other framework comes along.
+  {
+    name: 'ai-sdk',
+    packages: ['@ws/core', '@ws/local', '@ws/ai-sdk'],
+    brings: ['ai'],
+    forbids: [...VENDOR_SDKS, '@openai/agents', '@langchain/core'],
+    smoke:
+      "const { aiSdkTools } = await import('@ws/ai-sdk'); const { tools } = await aiSdkTools(workspace); if (typeof tools.Bash?.execute !== 'function') throw new Error('no Bash tool');",
+  },
+  {
+    name: 'openai-agents',
+    packages: ['@ws/core', '@ws/local', '@ws/openai-agents'],
+    brings: ['@openai/agents'],
+    forbids: [...VENDOR_SDKS, 'ai', '@langchain/core'],
+    smoke:
+      "const { openAiAgentTools } = await import('@ws/openai-agents'); const { tools } = await openAiAgentTools(workspace); if (!tools.some((tool) => tool.name === 'Bash' && tool.type === 'function')) throw new Error('no Bash tool');",
+  },
+  {
+    name: 'langchain',
+    packages: ['@ws/core', '@ws/local', '@ws/langchain'],
+    brings: ['@langchain/core'],
+    forbids: [...VENDOR_SDKS, 'ai', '@openai/agents'],
+    smoke:
+      "const { langChainTools } = await import('@ws/langchain'); const { tools } = await langChainTools(workspace); const bash = tools.find((tool) => tool.name === 'Bash'); const out = await bash.invoke({ command: 'echo adapter' }); if (!String(out).includes('adapter')) throw new Error(`Bash said ${out}`);",
+  },
 ];
 
 const failures = [];
@@ -412,6 +437,26 @@ async function install(scenario, tarballs, scratch) {
   return { dir, bytes, count: installed.length };
 }
 
+/** Runs an adapter's smoke check in its install: a LocalWorkspace handed to the framework, then closed. */
+async function runSmoke(scenario, dir) {
+  const script = [
+    "import { mkdtempSync, rmSync } from 'node:fs';",
+    "import { tmpdir } from 'node:os';",
+    "import { join } from 'node:path';",
+    "import { LocalWorkspace } from '@ws/local';",
+    "const folder = mkdtempSync(join(tmpdir(), 'ws-smoke-'));",
+    "const workspace = new LocalWorkspace({ hostWorkdir: join(folder, 'work') });",
+    'await workspace.initialize();',
+    `try { ${scenario.smoke} } finally { await workspace.close(); rmSync(folder, { recursive: true, force: true }); }`,
+  ].join('\n');
+  try {
+    await run(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, timeout: 60_000 });
+    console.log(`  ${scenario.packages.at(-1)} hands a workspace's tools to its framework`);
+  } catch (error) {
+    fail(`${scenario.name}: the smoke check failed:\n${error.stderr ?? error.message}`);
+  }
+}
+
 async function checkRequire(dir) {
   const script = [
     "const local = require('@ws/local');",
@@ -460,6 +505,7 @@ async function main() {
         if (scenario.name === 'local') await checkRequire(result.dir);
         if (scenario.name === 'cli') await runCli(result.dir);
         if (scenario.name === 'docker') await runImageBin(result.dir);
+        if (scenario.smoke) await runSmoke(scenario, result.dir);
         await runExamples(scenario.name, result.dir);
       }
       step('install sizes (npm, from the packed tarballs)');
