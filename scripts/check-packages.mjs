@@ -138,7 +138,7 @@ const SCENARIOS = [
     brings: ['@langchain/core'],
     forbids: [...VENDOR_SDKS, 'ai', '@openai/agents'],
     smoke:
-      "const { langChainTools } = await import('@ws/langchain'); const { tools } = await langChainTools(workspace); const bash = tools.find((tool) => tool.name === 'Bash'); const out = await bash.invoke({ command: 'echo adapter' }); if (!String(out).includes('adapter')) throw new Error(`Bash said ${out}`);",
+      "const { langChainTools } = await import('@ws/langchain'); const { tools } = await langChainTools(workspace); const bash = tools.find((tool) => tool.name === 'Bash'); const out = await bash.invoke({ command: 'echo adapter' }); if (!String(out).includes('adapter')) throw new Error('Bash said ' + out);",
   },
 ];
 

@@ -1,7 +1,5 @@
 import {
-  dropStrictNulls,
   type Skill,
-  strictJsonSchema,
   type Tool,
   type ToolResult,
   type ToolsetOptions,
@@ -9,6 +7,7 @@ import {
   WsError,
   workspaceToolset,
 } from '@ws/core';
+import { dropStrictNulls, strictJsonSchema } from '@ws/core/backend';
 import { dynamicTool, type JSONSchema7, jsonSchema, type Tool as SdkTool } from 'ai';
 import { toAiSdkToolOutput } from './tool-output.js';
 

@@ -6,6 +6,6 @@ export type {
   ApprovalPolicy,
 } from './ai-sdk-tools.js';
 export { aiSdkTools, isDestructive, toAiSdkTool } from './ai-sdk-tools.js';
-export { offloadModelMessages, loadModelMessages } from './offload-messages.js';
+export { loadModelMessages, offloadModelMessages } from './offload-messages.js';
 export type { AiSdkToolOutput } from './tool-output.js';
 export { toAiSdkToolOutput } from './tool-output.js';

@@ -1,4 +1,5 @@
-import { type FileOptions, readOffloadedContext, type Workspace, WsError } from '@ws/core';
+import { type FileOptions, type Workspace, WsError } from '@ws/core';
+import { readOffloadedContext } from '@ws/core/backend';
 import type { ModelMessage } from 'ai';
 
 const WORKSPACE_URL = 'workspace:///';

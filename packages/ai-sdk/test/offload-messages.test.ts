@@ -6,7 +6,7 @@ import { resolveWorkspaceUrl } from '@ws/core';
 import { LocalWorkspace } from '@ws/local';
 import { type FilePart, generateText, type ImagePart, type ModelMessage, stepCountIs } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aiSdkTools, offloadModelMessages, loadModelMessages } from '../src/index.js';
+import { aiSdkTools, loadModelMessages, offloadModelMessages } from '../src/index.js';
 import { call, scriptedModel } from './scripted-model.js';
 
 const base = mkdtempSync(join(tmpdir(), 'ws-ai-sdk-offload-'));

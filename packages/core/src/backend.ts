@@ -3,7 +3,8 @@
  * implements and the `WorkspaceEngine` its public class extends; core's POSIX fallbacks; running
  * host processes and stopping them; host folders a sandbox must not reach; paths, quoting and ids;
  * the MCP connector a backend with its own MCP clients supplies. The gateway start-up is in
- * `@ws/core/gateway`.
+ * `@ws/core/gateway`. Authors of framework adapters find here what the adapters share: reading an
+ * offloaded context back, and the strict-mode rewrite of tool schemas.
  */
 
 export type { AttachedRecords } from './backend/attachments.js';
@@ -46,6 +47,8 @@ export type {
   McpToolInfo,
 } from './backend/mcp-connector.js';
 export { toolResultFromMcp } from './backend/mcp-convert.js';
+export type { OffloadedContext } from './backend/offload-reader.js';
+export { readOffloadedContext } from './backend/offload-reader.js';
 export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './backend/paths.js';
 export {
   completeSandbox,
@@ -57,6 +60,7 @@ export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/p
 export { shellJoin, shellQuote } from './backend/quote.js';
 export { cwdError, enterCwd } from './backend/remote-cwd.js';
 export { ChunkQueue, collectBytes, TailBuffer } from './backend/streams.js';
+export { dropStrictNulls, strictJsonSchema } from './backend/strict-schema.js';
 export { fileErrorFromMessage, isNetworkFailure } from './backend/vendor-errors.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
 export { checkOptionKeys, engineOptions } from './contracts/workspace-options.js';

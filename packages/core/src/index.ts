@@ -78,8 +78,5 @@ export type { IsolationPolicy } from './manager/isolation.js';
 export { assignWorkspaceId } from './manager/isolation.js';
 export type { AcquireOptions, WorkspaceLease, WorkspaceManagerOptions } from './manager/workspace-manager.js';
 export { WorkspaceManager } from './manager/workspace-manager.js';
-export type { OffloadedContext } from './offload-reader.js';
-export { readOffloadedContext } from './offload-reader.js';
-export { dropStrictNulls, strictJsonSchema } from './strict-schema.js';
 export type { ToolsetOptions, WorkspaceToolset } from './toolset.js';
 export { SKILL_TOOL_NAME, workspaceToolset } from './toolset.js';

@@ -29,7 +29,8 @@ function files(folder: string, found: string[] = []): string[] {
 describe("core's doors", () => {
   it('keeps the user door small: user-facing contracts only', () => {
     const names = exportedNames('index.ts');
-    expect(names.length).toBeLessThanOrEqual(70);
+    // 70, plus workspaceToolset (with its two types and the Skill tool's name): the user's way into a framework.
+    expect(names.length).toBeLessThanOrEqual(74);
     // Engine internals stay private.
     for (const internal of [
       'McpRegistry',

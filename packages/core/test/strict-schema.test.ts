@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dropStrictNulls, strictJsonSchema } from '../src/index.js';
+import { dropStrictNulls, strictJsonSchema } from '../src/backend.js';
 
 const readSchema = {
   type: 'object',

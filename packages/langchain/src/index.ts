@@ -11,5 +11,5 @@ export type {
   WorkspaceToolMetadata,
 } from './langchain-tools.js';
 export { langChainTools, toLangChainTool } from './langchain-tools.js';
-export { offloadMessages, loadMessages } from './offload-messages.js';
+export { loadMessages, offloadMessages } from './offload-messages.js';
 export { toolResultContent } from './tool-content.js';

@@ -1,16 +1,15 @@
 import { type ContentBlock, ToolMessage } from '@langchain/core/messages';
 import { DynamicStructuredTool, type ToolRunnableConfig } from '@langchain/core/tools';
 import {
-  dropStrictNulls,
   type JsonSchema,
   type Skill,
-  strictJsonSchema,
   type Tool,
   type ToolAnnotations,
   type ToolsetOptions,
   type Workspace,
   workspaceToolset,
 } from '@ws/core';
+import { dropStrictNulls, strictJsonSchema } from '@ws/core/backend';
 import { toolResultContent } from './tool-content.js';
 
 /** Options of {@link toLangChainTool}. */

@@ -3,7 +3,8 @@ import {
   mapStoredMessagesToChatMessages,
   type StoredMessage,
 } from '@langchain/core/messages';
-import { type FileOptions, readOffloadedContext, validateId, type Workspace, WsError } from '@ws/core';
+import { type FileOptions, validateId, type Workspace, WsError } from '@ws/core';
+import { readOffloadedContext } from '@ws/core/backend';
 import { restoreMediaIn, storeMediaIn } from './message-media.js';
 
 const MESSAGE_TYPES = new Set(['human', 'ai', 'system', 'tool', 'function', 'generic']);

@@ -11,7 +11,7 @@ import {
 import type { ToolResult } from '@ws/core';
 import { LocalWorkspace } from '@ws/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { langChainTools, offloadMessages, loadMessages } from '../src/index.js';
+import { langChainTools, loadMessages, offloadMessages } from '../src/index.js';
 
 // A 1×1 PNG, and a few bytes standing for a WAV file.
 const PNG_BASE64 =

@@ -1,5 +1,6 @@
 import type { AgentInputItem, RunItem } from '@openai/agents';
-import { readOffloadedContext, type Workspace } from '@ws/core';
+import type { Workspace } from '@ws/core';
+import { readOffloadedContext } from '@ws/core/backend';
 
 /** Options of {@link offloadRunItems} and {@link loadRunItems}. */
 export interface OffloadOptions {

@@ -178,7 +178,7 @@ export async function startOpenSandboxEmulator(
       const url = new URL(request.url ?? '/', 'http://emulator');
       const target = targetOf(url.pathname);
       const proxied = target?.kind === 'execd' ? proxyTarget(target.path) : undefined;
-      if (!target || target.kind !== 'execd' || !proxied) throw notFound(`Cannot upgrade ${url.pathname}`);
+      if (target?.kind !== 'execd' || !proxied) throw notFound(`Cannot upgrade ${url.pathname}`);
       if (!authorized(request))
         throw new OpenSandboxHttpError(
           401,

@@ -1,4 +1,4 @@
-import type { JsonSchema } from './contracts/tool.js';
+import type { JsonSchema } from '../contracts/tool.js';
 
 type Schema = Record<string, unknown>;
 

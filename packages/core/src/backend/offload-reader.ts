@@ -1,7 +1,7 @@
-import { isWsError, throwIfAborted, WsError } from './contracts/errors.js';
-import type { FileOptions } from './contracts/sandbox.js';
-import type { Workspace } from './contracts/workspace.js';
-import { resolveWorkspaceUrl } from './internal/offload/offloader.js';
+import { isWsError, throwIfAborted, WsError } from '../contracts/errors.js';
+import type { FileOptions } from '../contracts/sandbox.js';
+import type { Workspace } from '../contracts/workspace.js';
+import { resolveWorkspaceUrl } from '../internal/offload/offloader.js';
 
 /** A session's offloaded context as read back by {@link readOffloadedContext}. */
 export interface OffloadedContext {
