@@ -9,6 +9,7 @@ const SCENARIOS = [
   'cold-start',
   'local-exec',
   'tools-io',
+  'manager',
   'bwrap',
   'docker',
   'e2b',

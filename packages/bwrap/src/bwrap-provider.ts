@@ -57,7 +57,8 @@ export interface BwrapProviderOptions {
 const GATEWAY_HOME = '/ws/gateway';
 const GATEWAY_RUN = '/ws/run';
 
-function defaultRuntimeDir(): string {
+/** The runtime folder when none is given: `$XDG_RUNTIME_DIR/ws-bwrap-<uid>`, else the temp folder's. */
+export function defaultRuntimeDir(): string {
   return join(process.env.XDG_RUNTIME_DIR || tmpdir(), `ws-bwrap-${process.getuid?.() ?? 0}`);
 }
 

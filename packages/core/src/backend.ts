@@ -19,6 +19,7 @@ export {
   normalizeInput,
   OutputCollector,
 } from './backend/exec-result.js';
+export { clearWriterLeftovers } from './backend/host-leftovers.js';
 export {
   assertDeletableHostDir,
   hostTag,
@@ -27,6 +28,7 @@ export {
   pinnedSocketChannel,
   pinSandboxSocket,
   privateHostDir,
+  processAlive,
 } from './backend/host-paths.js';
 export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './backend/host-process.js';
 export {

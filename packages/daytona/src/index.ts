@@ -5,6 +5,7 @@ export { DaytonaSandbox } from './daytona-sandbox.js';
 export type { DaytonaWorkspaceOptions } from './daytona-workspace.js';
 export { DaytonaWorkspace } from './daytona-workspace.js';
 export { translateDaytonaError } from './errors.js';
+export { type DaytonaWorkspacesOptions, daytonaWorkspaces } from './factory.js';
 export type { DaytonaGcOptions } from './reap.js';
 export { daytonaReaper, gcDaytona } from './reap.js';
 export { deleteOwnedSandboxes, LABELS } from './sandbox-lifecycle.js';

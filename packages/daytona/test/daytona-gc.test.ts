@@ -3,9 +3,15 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daytona, type Sandbox } from '@daytonaio/sdk';
-import { type GcReport, generateId } from '@ws/core';
+import { type GcReport, generateId, WorkspaceManager } from '@ws/core';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DaytonaWorkspace, deleteOwnedSandboxes, gcDaytona, LABELS } from '../src/index.js';
+import {
+  DaytonaWorkspace,
+  daytonaWorkspaces,
+  deleteOwnedSandboxes,
+  gcDaytona,
+  LABELS,
+} from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 /** An attachment record of a process on another machine (machine id, pid, object). */
@@ -117,4 +123,21 @@ describe.skipIf(problem !== undefined)('gcDaytona on the emulator', () => {
     expect((await inUse.getSandbox().exec(['echo', 'alive'])).stdoutText).toBe('alive\n');
     expect((await daytona!.get(foreign.id)).state).toBe('started');
   }, 300_000);
+
+  it('daytonaWorkspaces: a manager on the factory opens the sandbox labelled with the id, and stops it on closeAll', async () => {
+    const workspaceId = `${generateId().slice(0, 6)}-factory`;
+    const manager = new WorkspaceManager({
+      factory: daytonaWorkspaces({ ...emulated, owner, gateway: false, env: { GREETING: 'hello' } }),
+    });
+    const lease = await manager.acquire({ workspaceId });
+    expect(lease.workspace).toBeInstanceOf(DaytonaWorkspace);
+    const result = await lease.workspace.getSandbox().exec(['sh', '-c', 'echo "$GREETING"']);
+    expect(result.stdoutText).toBe('hello\n');
+    expect(await statesOf(workspaceId)).toEqual(['started']);
+    lease.release();
+    await manager.closeAll();
+    expect(lease.workspace.state).toBe('closed');
+    expect(await statesOf(workspaceId)).toEqual(['stopped']);
+    await manager[Symbol.asyncDispose]();
+  }, 120_000);
 });

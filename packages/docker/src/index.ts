@@ -4,6 +4,7 @@ export { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 export type { DockerWorkspaceOptions } from './docker-workspace.js';
 export { DEFAULT_DOCKER_IMAGE, DockerWorkspace } from './docker-workspace.js';
 export { dockerProblem } from './engine-check.js';
+export { type DockerWorkspacesOptions, dockerWorkspaces } from './factory.js';
 export type {
   BuildDockerImageOptions,
   DockerImageResult,

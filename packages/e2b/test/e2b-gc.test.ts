@@ -2,10 +2,10 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type GcReport, generateId } from '@ws/core';
+import { type GcReport, generateId, WorkspaceManager } from '@ws/core';
 import { Sandbox } from 'e2b';
 import { afterAll, describe, expect, it } from 'vitest';
-import { E2BWorkspace, gcE2B, killOwnedSandboxes, METADATA } from '../src/index.js';
+import { E2BWorkspace, e2bWorkspaces, gcE2B, killOwnedSandboxes, METADATA } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 /** An attachment record of a process on another machine (machine id, pid, object). */
@@ -171,4 +171,21 @@ describe.skipIf(problem !== undefined)('gcE2B on the emulator', () => {
     expect(await second.closed).toBe(0);
     expect(await sandboxesOf(workspaceId)).toEqual(['paused']);
   }, 240_000);
+
+  it('e2bWorkspaces: a manager on the factory opens the sandbox carrying the id, and pauses it on closeAll', async () => {
+    const workspaceId = `${generateId().slice(0, 6)}-factory`;
+    const manager = new WorkspaceManager({
+      factory: e2bWorkspaces({ ...emulated, owner, gateway: false, env: { GREETING: 'hello' } }),
+    });
+    const lease = await manager.acquire({ workspaceId });
+    expect(lease.workspace).toBeInstanceOf(E2BWorkspace);
+    const result = await lease.workspace.getSandbox().exec(['sh', '-c', 'echo "$GREETING"']);
+    expect(result.stdoutText).toBe('hello\n');
+    expect(await sandboxesOf(workspaceId)).toEqual(['running']);
+    lease.release();
+    await manager.closeAll();
+    expect(lease.workspace.state).toBe('closed');
+    expect(await sandboxesOf(workspaceId)).toEqual(['paused']);
+    await manager[Symbol.asyncDispose]();
+  }, 120_000);
 });

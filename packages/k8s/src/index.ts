@@ -1,4 +1,5 @@
 export { httpCode, type K8sStatus, statusOf, translateK8sError } from './errors.js';
+export { type K8sWorkspacesOptions, k8sWorkspaces } from './factory.js';
 export { CLOSE_CAPABLE_PROTOCOL } from './k8s-exec.js';
 export { CONTAINER_NAME } from './k8s-objects.js';
 export type { K8sProviderOptions } from './k8s-provider.js';

@@ -9,7 +9,7 @@ import { WsError } from '@ws/core';
 import { layoutPaths, shellQuote, throwIfAborted } from '@ws/core/backend';
 import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { POD_WORKDIR } from './k8s-sandbox.js';
-import { ANNOTATIONS, belongsTo, workspaceLabels } from './names.js';
+import { ANNOTATIONS, belongsTo, LABELS, MANAGED_BY, workspaceKey, workspaceLabels } from './names.js';
 
 /** The container of a workspace's Pod. */
 export const CONTAINER_NAME = 'workspace';
@@ -343,6 +343,41 @@ export class WorkspaceObjects {
         throw translateK8sError(error, `deleting Pod ${this.name}`);
     }
     await this.waitGone(() => this.readPod('missing'), 'Pod', signal);
+  }
+
+  /**
+   * Stamps the PVC with the time it was let go (`ws.released`), from which the reaper counts its idle
+   * time. One JSON patch whose tests make it apply only to this workspace's PVC: another's, or none,
+   * is left alone (false).
+   */
+  async markClaimReleased(at: Date = new Date(), signal?: AbortSignal): Promise<boolean> {
+    throwIfAborted(signal);
+    const pointer = (key: string) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+    try {
+      await this.core.patchNamespacedPersistentVolumeClaim({
+        name: this.name,
+        namespace: this.namespace,
+        body: [
+          { op: 'test', path: `/metadata/annotations/${pointer(ANNOTATIONS.id)}`, value: this.workspaceId },
+          {
+            op: 'test',
+            path: `/metadata/labels/${pointer(LABELS.key)}`,
+            value: workspaceKey(this.workspaceId),
+          },
+          { op: 'test', path: `/metadata/labels/${pointer(LABELS.managedBy)}`, value: MANAGED_BY },
+          {
+            op: 'add',
+            path: `/metadata/annotations/${pointer(ANNOTATIONS.released)}`,
+            value: at.toISOString(),
+          },
+        ],
+      });
+      return true;
+    } catch (error) {
+      // Missing, or not this workspace's (a test failed).
+      if (httpCode(error) === 404 || httpCode(error) === 422) return false;
+      throw translateK8sError(error, `marking PersistentVolumeClaim ${this.name} released`);
+    }
   }
 
   /** Deletes the PVC (only this workspace's) and waits until it is gone (its Pod must be gone first). */

@@ -196,7 +196,8 @@ export class K8sProvider implements Provider {
 
   /**
    * Stops the gateway (and the MCP servers it runs) and deletes the Pod unless another workspace
-   * object still uses it; the PVC stays (and goes too with `deletePvcOnClose`).
+   * object still uses it; the PVC stays, stamped with the time it was released (and goes too with
+   * `deletePvcOnClose`).
    */
   async close(options: CallOptions = {}): Promise<void> {
     const objects = this.objects;
@@ -205,6 +206,8 @@ export class K8sProvider implements Provider {
     if (!objects || shared) return;
     await objects.deletePod(options.signal);
     if (this.options.deletePvcOnClose) await objects.deleteClaim(options.signal);
+    // The reaper counts the PVC's idle time from here (from its creation when this fails).
+    else await objects.markClaimReleased().catch(() => false);
   }
 
   /** Deletes the workspace's Pod and PVC (only objects carrying its id), waiting until both are gone. */

@@ -15,6 +15,8 @@ export const ANNOTATIONS = {
   /** The exact workspace id: what decides whether an object is this workspace's. */
   id: 'ws.workspace.id',
   created: 'ws.created',
+  /** When the PVC was last let go (its Pod deleted by `close()` or by the reaper), as an ISO time. */
+  released: 'ws.released',
 } as const;
 
 /** The value of the managed-by label. */

@@ -1,4 +1,10 @@
-import { CoreV1Api, Exec, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  Exec,
+  KubeConfig,
+  type V1PersistentVolumeClaim,
+  type V1Pod,
+} from '@kubernetes/client-node';
 import { type GcOptions, type GcReport, WsError } from '@ws/core';
 import {
   type AttachedRecords,
@@ -8,7 +14,7 @@ import {
   type Reaper,
   readAttachedRecords,
 } from '@ws/core/backend';
-import { translateK8sError } from './errors.js';
+import { httpCode, translateK8sError } from './errors.js';
 import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
 import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
 import { K8sSandbox } from './k8s-sandbox.js';
@@ -48,20 +54,26 @@ function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
 }
 
 /**
- * Reaps the Pods that Kubernetes workspaces left behind in one namespace: those carrying this
- * project's labels and id annotation (narrowed to `owner`'s `ws.owner` when given) that are not in use
- * and have been idle for `olderThanMs`. Objects without the marks are never looked at. PVCs stay, as
- * `close()` leaves them: a workspace opened again on the id finds its files.
+ * Reaps what Kubernetes workspaces left behind in one namespace: objects carrying this project's
+ * labels and id annotation (narrowed to `owner`'s `ws.owner` when given) that are not in use and have
+ * been idle for `olderThanMs`. Objects without the marks are never looked at.
  *
- * A running Pod is in use while a workspace object on any host keeps its attachment record in it
+ * Pods: a running Pod is in use while a workspace object on any host keeps its attachment record in it
  * fresh (touched every minute, stale after three); otherwise it is idle since the newest of its
  * creation, its container's start and the last touch of a record. A Pending Pod younger than
  * `timeoutMs` is in use (a host may be waiting for it), an older one idle since its creation; one that
- * ended is idle since its container finished.
+ * ended is idle since its container finished. Its PVC is stamped released when it goes.
+ *
+ * PersistentVolumeClaims (the files): `close()` keeps a workspace's PVC, so the id opened again finds
+ * its files. A PVC is in use while any Pod mounts it (as the namespace was when listed: the PVC of a
+ * Pod removed in this run goes in a later one); otherwise it is idle since it was last released (its
+ * `ws.released` annotation, set by `close()` and by this reaper) or, without one, since its creation.
+ * A Pod deleted from outside (an eviction, `kubectl delete`) stamps nothing: its PVC keeps the time of
+ * the release before, so give an age well above the longest time a workspace stays open.
  *
  * @throws WsError `INVALID_ARGUMENT` for bad options or an unreadable kubeconfig; `BACKEND_UNAVAILABLE`
- *   or `PERMISSION_DENIED` when the Pods cannot be listed; `ABORTED` when `signal` fires (with the
- *   report so far in `details.report`).
+ *   or `PERMISSION_DENIED` when the Pods or PVCs cannot be listed; `ABORTED` when `signal` fires (with
+ *   the report so far in `details.report`).
  */
 export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
   const checked = checkGcOptions(options);
@@ -78,11 +90,19 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
     ...(checked.owner ? [`${LABELS.owner}=${checked.owner}`] : []),
   ].join(',');
   let pods: V1Pod[];
+  let claims: V1PersistentVolumeClaim[];
   try {
     pods = (await core.listNamespacedPod({ namespace, labelSelector: selector })).items;
   } catch (error) {
     throw translateK8sError(error, `listing the Pods of namespace ${namespace}`);
   }
+  try {
+    claims = (await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: selector })).items;
+  } catch (error) {
+    throw translateK8sError(error, `listing the PersistentVolumeClaims of namespace ${namespace}`);
+  }
+  // Taken before any Pod goes: a PVC whose Pod is reaped now is in use for this run.
+  const mounted = claims.length > 0 ? await mountedClaims(core, namespace) : new Set<string>();
   for (const pod of pods) {
     const workspaceId = pod.metadata?.annotations?.[ANNOTATIONS.id];
     const name = pod.metadata?.name;
@@ -146,13 +166,93 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
         }
         await objects.deletePod(checked.signal);
         ledger.remove(idle);
+        // Its files were last used now: the PVC's idle time starts here.
+        await objects.markClaimReleased().catch(() => false);
       }
     } catch (error) {
       if (checked.signal?.aborted) ledger.throwIfAborted();
       ledger.keep(idle, 'failed', translateK8sError(error, `reaping Pod ${name}`));
     }
   }
+  for (const claim of claims) await reapClaim(ledger, core, namespace, claim, mounted, startWindowMs);
   return ledger.report();
+}
+
+/** The claims that Pods of the namespace mount (any Pod, this project's or not, running or not). */
+async function mountedClaims(core: CoreV1Api, namespace: string): Promise<Set<string>> {
+  let pods: V1Pod[];
+  try {
+    pods = (await core.listNamespacedPod({ namespace })).items;
+  } catch (error) {
+    throw translateK8sError(error, `listing the Pods of namespace ${namespace}`);
+  }
+  const names = new Set<string>();
+  for (const pod of pods)
+    for (const volume of pod.spec?.volumes ?? [])
+      if (volume.persistentVolumeClaim?.claimName) names.add(volume.persistentVolumeClaim.claimName);
+  return names;
+}
+
+/** Removes one PVC of a closed workspace once unused for the age; keeps one a Pod mounts. */
+async function reapClaim(
+  ledger: GcLedger,
+  core: CoreV1Api,
+  namespace: string,
+  claim: V1PersistentVolumeClaim,
+  mounted: ReadonlySet<string>,
+  timeoutMs: number,
+): Promise<void> {
+  const { options } = ledger;
+  const workspaceId = claim.metadata?.annotations?.[ANNOTATIONS.id];
+  const name = claim.metadata?.name;
+  if (!workspaceId || !name || !belongsTo(claim.metadata, workspaceId)) return;
+  const owner = claim.metadata?.labels?.[LABELS.owner];
+  if (options.owner !== undefined && owner !== options.owner) return;
+  if (claim.metadata?.deletionTimestamp) return;
+  ledger.throwIfAborted();
+  const annotations = claim.metadata?.annotations ?? {};
+  // The last release when stamped, else the creation (a PVC whose first Pod never ran, say).
+  const created = Math.max(time(annotations[ANNOTATIONS.created]), time(claim.metadata?.creationTimestamp));
+  const released = time(annotations[ANNOTATIONS.released]);
+  const since = released > 0 ? released : created;
+  const resource: GcResource = {
+    kind: 'pvc',
+    name: `${namespace}/${name}`,
+    workspaceId,
+    owner,
+    idleMs: Math.max(0, Date.now() - since),
+  };
+  const objects = new WorkspaceObjects(core, namespace, name, workspaceId, {
+    image: '',
+    storageSize: '',
+    owner: owner ?? '',
+    timeoutMs,
+  });
+  try {
+    if (mounted.has(name)) ledger.keep(resource, 'in-use');
+    else if (resource.idleMs < options.olderThanMs) ledger.keep(resource, 'young');
+    else if (options.dryRun) ledger.remove(resource);
+    // Looked at again just before: a host may have opened the workspace meanwhile.
+    else if (await podExists(core, namespace, name)) ledger.keep(resource, 'in-use');
+    else {
+      await objects.deleteClaim(options.signal);
+      ledger.remove(resource);
+    }
+  } catch (error) {
+    if (options.signal?.aborted) ledger.throwIfAborted();
+    ledger.keep(resource, 'failed', translateK8sError(error, `reaping PersistentVolumeClaim ${name}`));
+  }
+}
+
+/** Whether a Pod of that name exists, whoever's it is. */
+async function podExists(core: CoreV1Api, namespace: string, name: string): Promise<boolean> {
+  try {
+    await core.readNamespacedPod({ namespace, name });
+    return true;
+  } catch (error) {
+    if (httpCode(error) === 404) return false;
+    throw error;
+  }
 }
 
 /** The Kubernetes backend's {@link Reaper}, with the kubeconfig and namespace fixed once. */

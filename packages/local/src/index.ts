@@ -1,3 +1,4 @@
+export { type LocalWorkspacesOptions, localWorkspaces } from './factory.js';
 export { LocalProvider } from './local-provider.js';
 export type { LocalSandboxOptions } from './local-sandbox.js';
 export { LocalSandbox } from './local-sandbox.js';

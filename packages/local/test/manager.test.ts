@@ -92,8 +92,12 @@ describe('gcLocal', () => {
       import { LocalWorkspace } from ${JSON.stringify(built)};
       const workspace = await LocalWorkspace.open({ hostWorkdir: ${JSON.stringify(workdir)} });
       await workspace.getSandbox().writeFile('kept.txt', 'kept');
+      const { readdirSync } = await import('node:fs');
       async function* endless() {
         yield new Uint8Array(1024);
+        // Killed once the temporary file exists (the writer may pull this chunk before creating it).
+        while (!readdirSync(${JSON.stringify(workdir)}).some((name) => /^\.ws-.*\.tmp$/.test(name)))
+          await new Promise((resolve) => setTimeout(resolve, 5));
         process.kill(process.pid, 'SIGKILL');
         await new Promise(() => {});
       }

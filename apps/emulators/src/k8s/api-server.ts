@@ -6,6 +6,7 @@ import { dockerMessage } from '../docker/exec.js';
 import { HttpError, isRecord, readJson } from '../http/http-util.js';
 import { chooseProtocol, EXEC_PROTOCOLS, execRequestOf, upgradeExec } from './exec-websocket.js';
 import type { NamespaceStore } from './namespaces.js';
+import { patchTypeOf } from './patch.js';
 import type { PodStore } from './pods.js';
 import type { PvcStore } from './pvcs.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
@@ -137,6 +138,10 @@ async function handleRoute(
     }
     if (route.sub !== undefined && route.sub !== 'status') throw notAllowed(request);
     if (method === 'GET') return sendJson(response, 200, pvcs.read(namespace!, route.name));
+    if (method === 'PATCH' && route.sub === undefined) {
+      const type = patchTypeOf(request.headers['content-type']);
+      return sendJson(response, 200, pvcs.patch(namespace!, route.name, type, await body(request)));
+    }
     if (method === 'DELETE' && route.sub === undefined) {
       await body(request);
       return sendJson(response, 200, await pvcs.delete(namespace!, route.name));

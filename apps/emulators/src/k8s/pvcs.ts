@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
-import { isRecord } from '../http/http-util.js';
-import { alreadyExists, badRequest, checkName, invalid, notFound } from './status.js';
+import { isRecord, stringMap } from '../http/http-util.js';
+import { applyPatch } from './patch.js';
+import { alreadyExists, badRequest, checkName, invalid, K8sError, notFound } from './status.js';
 import {
   k8sFilter,
   newMetadata,
@@ -130,6 +131,60 @@ export class PvcStore {
       .map((record) => record.metadata.name);
   }
 
+  /**
+   * Applies a patch (`json`, `merge` or `strategic`, as the request's `Content-Type` says) as the API
+   * server does: to the whole object, then checked. Labels, annotations and finalizers may change;
+   * the spec is immutable (422), another name or namespace is a 400, and a `resourceVersion` in the
+   * patch that is not the current one is a 409. The change lives in memory: an emulator restarted on
+   * the same instance finds the claim as it was created (Docker labels cannot change).
+   */
+  patch(
+    namespace: string,
+    name: string,
+    type: 'json' | 'merge' | 'strategic',
+    body: unknown,
+  ): Record<string, unknown> {
+    const record = this.get(namespace, name);
+    const current = this.render(record);
+    const patched = applyPatch(type, current, body);
+    const metadata = isRecord(patched.metadata) ? patched.metadata : {};
+    if (metadata.name !== name)
+      throw badRequest(
+        `the name of the object (${String(metadata.name)}) does not match the name on the URL (${name})`,
+      );
+    if (metadata.namespace !== undefined && metadata.namespace !== namespace)
+      throw badRequest(
+        `the namespace of the object (${String(metadata.namespace)}) does not match the namespace on the URL (${namespace})`,
+      );
+    const currentVersion = (current.metadata as { resourceVersion?: string }).resourceVersion;
+    if (metadata.resourceVersion !== undefined && metadata.resourceVersion !== currentVersion)
+      throw new K8sError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on persistentvolumeclaims "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+        { name, kind: 'persistentvolumeclaims' },
+      );
+    if (JSON.stringify(patched.spec) !== JSON.stringify(current.spec))
+      throw invalid(
+        'PersistentVolumeClaim',
+        name,
+        'spec',
+        'Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims',
+      );
+    const strings = (value: unknown, field: string) =>
+      stringMap(value, field, (reason) => badRequest(`${reason} (${field})`));
+    const labels = strings(metadata.labels, 'metadata.labels');
+    const annotations = strings(metadata.annotations, 'metadata.annotations');
+    const finalizers = metadata.finalizers ?? [];
+    if (!Array.isArray(finalizers) || finalizers.some((item) => typeof item !== 'string'))
+      throw badRequest('metadata.finalizers must be a list of strings');
+    record.metadata.labels = labels;
+    record.metadata.annotations = annotations;
+    record.metadata.finalizers = finalizers as string[];
+    this.options.log(`k8s: pvc ${namespace}/${name} patched (${type})`);
+    return this.render(record);
+  }
+
   /** Marks the claim deleted; its volume goes once no pod uses it. Resolves with the object. */
   async delete(namespace: string, name: string): Promise<Record<string, unknown>> {
     const record = this.get(namespace, name);
@@ -169,7 +224,14 @@ export class PvcStore {
         }
       : { phase: 'Pending' };
     const spec = bound ? { ...record.spec, volumeName: `pvc-${record.metadata.uid}` } : record.spec;
-    const resourceVersion = record.version.observe([status, record.metadata.deletionTimestamp]);
+    const { deletionTimestamp, labels, annotations, finalizers } = record.metadata;
+    const resourceVersion = record.version.observe([
+      status,
+      deletionTimestamp,
+      labels,
+      annotations,
+      finalizers,
+    ]);
     return {
       kind: 'PersistentVolumeClaim',
       apiVersion: 'v1',

@@ -10,6 +10,7 @@ export type StatusReason =
   | 'Invalid'
   | 'MethodNotAllowed'
   | 'Forbidden'
+  | 'UnsupportedMediaType'
   | 'InternalError';
 
 export interface StatusDetails {

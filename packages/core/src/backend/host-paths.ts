@@ -136,7 +136,8 @@ export function pinnedSocketChannel(
   };
 }
 
-function processAlive(pid: number): boolean {
+/** Whether a host process `pid` exists (one of another user counts: signalling it is refused, not failed). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
