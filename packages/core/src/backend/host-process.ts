@@ -73,13 +73,17 @@ export function groupAlive(pid: number | undefined): boolean {
   }
 }
 
-/** Resolves once the group led by `pid` has no process left (polled), or after `limitMs`. */
+/**
+ * Resolves once the group led by `pid` has no process left (polled), or after `limitMs`. The poll
+ * keeps the event loop alive: a caller awaiting a stop (`close()`) must not see the process exit
+ * first, with its group's members never sent SIGKILL.
+ */
 function groupEmptied(pid: number | undefined, limitMs: number): Promise<void> {
   const deadline = Date.now() + limitMs;
   return new Promise((resolve) => {
     const poll = () => {
       if (!groupAlive(pid) || Date.now() >= deadline) resolve();
-      else setTimeout(poll, 25).unref();
+      else setTimeout(poll, 25);
     };
     poll();
   });
@@ -99,7 +103,8 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void
  * Stops a process the way every backend does: `send('TERM')` now, `send('KILL')` once `graceMs` pass
  * without `exited` settling, and `send('KILL')` after it settles too, so that members of a process
  * group that ignore SIGTERM do not outlive their leader. Resolves once the process exited or was
- * sent SIGKILL. `send` may be asynchronous (a signal sent through another command).
+ * sent SIGKILL; until then the host process does not exit on its own. `send` may be asynchronous (a
+ * signal sent through another command).
  */
 export function stopWithGrace(
   send: (signal: 'TERM' | 'KILL') => unknown,
@@ -109,10 +114,10 @@ export function stopWithGrace(
   const deliver = (signal: 'TERM' | 'KILL') => Promise.resolve(send(signal)).catch(() => {});
   const terminated = deliver('TERM');
   return new Promise((resolve) => {
+    // Not unref'd: the process stays up until SIGKILL went out, so nothing outlives it.
     const timer = setTimeout(() => {
       void terminated.then(() => deliver('KILL')).then(() => resolve());
     }, graceMs);
-    timer.unref();
     exited.then(
       () => {
         clearTimeout(timer);
