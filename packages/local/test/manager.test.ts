@@ -96,7 +96,7 @@ describe('gcLocal', () => {
       async function* endless() {
         yield new Uint8Array(1024);
         // Killed once the temporary file exists (the writer may pull this chunk before creating it).
-        while (!readdirSync(${JSON.stringify(workdir)}).some((name) => /^\.ws-.*\.tmp$/.test(name)))
+        while (!readdirSync(${JSON.stringify(workdir)}).some((name) => /^\\.ws-.*\\.tmp$/.test(name)))
           await new Promise((resolve) => setTimeout(resolve, 5));
         process.kill(process.pid, 'SIGKILL');
         await new Promise(() => {});
