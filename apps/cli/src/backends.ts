@@ -3,23 +3,16 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { McpServerSpec, Workspace } from '@ws/core';
 import { makeHostDirs } from '@ws/core/backend';
-import { type OptionSpec, parseDuration, parsePairs, UsageError } from './cli-args.js';
-
-export const BACKENDS = ['local', 'bwrap', 'docker', 'e2b', 'daytona', 'k8s'] as const;
-export type BackendName = (typeof BACKENDS)[number];
-
-const PACKAGES: Readonly<Record<BackendName, string>> = {
-  local: '@ws/local',
-  bwrap: '@ws/bwrap',
-  docker: '@ws/docker',
-  e2b: '@ws/e2b',
-  daytona: '@ws/daytona',
-  k8s: '@ws/k8s',
-};
+import { BACKEND_TABLE, loadBackend } from './backend-table.js';
+import { type OptionSpec, UsageError } from './cli-args.js';
+import { settleWithin, untilAborted } from './deadline.js';
+import { Progress } from './progress.js';
+import { type BackendName, type FlagValues, resolveSettings } from './settings.js';
 
 /** The flags that choose and configure a backend, shared by `serve` and `exec`. */
 export const BACKEND_OPTIONS = {
   backend: { type: 'string', short: 'b' },
+  config: { type: 'string' },
   workdir: { type: 'string' },
   'workspace-id': { type: 'string' },
   image: { type: 'string' },
@@ -30,48 +23,45 @@ export const BACKEND_OPTIONS = {
   'api-url': { type: 'string' },
   namespace: { type: 'string' },
   kubeconfig: { type: 'string' },
+  owner: { type: 'string' },
   'mcp-config': { type: 'string' },
   skill: { type: 'string', multiple: true },
   'start-timeout': { type: 'string' },
 } as const satisfies OptionSpec;
 
-export const BACKEND_HELP = `Backend options (flags win over the WS_* environment variables in brackets):
-  -b, --backend NAME       local (default), bwrap, docker, e2b, daytona or k8s   [WS_BACKEND]
+export const CONFIG_HELP = `Settings come from flags, else the WS_* environment variables in brackets, else the config
+file (--config FILE or WS_CONFIG): JSON whose keys are the long flag names, at the top for any
+backend or under a backend's name, such as
+  {"backend": "docker", "docker": {"image": "ws-workspace:bookworm"}, "e2b": {"api-url": "…"}}
+Paths in the file are relative to it. A flag that does not apply to the chosen backend is refused.
+`;
+
+export const BACKEND_HELP = `Backend options:
+  -b, --backend NAME       local (default), bwrap, docker, e2b, daytona, k8s or opensandbox
+                                                                                 [WS_BACKEND]
+  --config FILE            read settings from this JSON file (see below)            [WS_CONFIG]
   --workdir DIR            host folder the workspace works in (local, bwrap, docker); without it
                            the workspace is temporary: deleted (local) or removed (container) on exit
                                                                                  [WS_WORKDIR]
   --workspace-id ID        the workspace id, to re-attach to an existing one      [WS_WORKSPACE_ID]
-  --image NAME             container image (docker, daytona, k8s) or template (e2b)   [WS_IMAGE]
+  --image NAME             container image (docker, daytona, k8s, opensandbox) or template (e2b)
+                                                                                   [WS_IMAGE]
   --volume NAME            named volume mounted as the workdir (docker)
   --network NAME           container network: none, bridge or a network name (docker)
   --env KEY=VALUE          variable for every command (repeatable)
-  --api-key KEY            e2b or daytona API key (else E2B_API_KEY / DAYTONA_API_KEY)
-  --api-url URL            e2b or daytona API URL
+  --api-key KEY            e2b, daytona or opensandbox API key (else E2B_API_KEY, DAYTONA_API_KEY,
+                           OPEN_SANDBOX_API_KEY)
+  --api-url URL            e2b or daytona API URL; opensandbox server (host:port or URL)
   --namespace NAME         Kubernetes namespace (k8s)
   --kubeconfig FILE        kubeconfig file (k8s; default: the usual lookup)
+  --owner TAG              owner tag put on what the workspace creates, for ws ls / ws gc --owner
+                           (docker, e2b, daytona, k8s, opensandbox)                  [WS_OWNER]
   --mcp-config FILE        MCP servers for the workspace, as {"mcpServers": {"name": {"command": …,
                            "args": […]} or {"url": …}}} (the format of desktop MCP clients)
   --skill DIR              a folder holding a SKILL.md, installed into the workspace (repeatable)
   --start-timeout TIME     give up opening the workspace after TIME (default 5m)
-`;
 
-type BackendValues = {
-  [Key in keyof typeof BACKEND_OPTIONS]?: (typeof BACKEND_OPTIONS)[Key] extends { multiple: true }
-    ? string[]
-    : string;
-};
-
-/** Which backends each backend-specific flag applies to; the rest apply to all. */
-const APPLIES_TO: Partial<Record<keyof typeof BACKEND_OPTIONS, readonly BackendName[]>> = {
-  workdir: ['local', 'bwrap', 'docker'],
-  image: ['docker', 'e2b', 'daytona', 'k8s'],
-  volume: ['docker'],
-  network: ['docker'],
-  'api-key': ['e2b', 'daytona'],
-  'api-url': ['e2b', 'daytona'],
-  namespace: ['k8s'],
-  kubeconfig: ['k8s'],
-};
+${CONFIG_HELP}`;
 
 export interface OpenedWorkspace {
   readonly workspace: Workspace;
@@ -80,170 +70,62 @@ export interface OpenedWorkspace {
   dispose(): Promise<void>;
 }
 
-/** Resolves the backend and its options from flags and the environment, before any I/O. */
-export function backendFromValues(values: BackendValues, env: NodeJS.ProcessEnv = process.env) {
-  const backend = values.backend ?? env.WS_BACKEND ?? 'local';
-  if (!(BACKENDS as readonly string[]).includes(backend)) {
-    throw new UsageError(`unknown backend ${JSON.stringify(backend)}; use one of ${BACKENDS.join(', ')}`);
-  }
-  const name = backend as BackendName;
-  for (const [flag, backends] of Object.entries(APPLIES_TO)) {
-    if (values[flag as keyof BackendValues] !== undefined && !backends.includes(name)) {
-      throw new UsageError(`--${flag} does not apply to the ${name} backend (only ${backends.join(', ')})`);
-    }
-  }
-  if (values.volume !== undefined && values.workdir !== undefined) {
-    throw new UsageError('--workdir and --volume exclude each other');
-  }
-  const workdir = values.workdir ?? (APPLIES_TO.workdir?.includes(name) ? env.WS_WORKDIR : undefined);
-  const image = values.image ?? (APPLIES_TO.image?.includes(name) ? env.WS_IMAGE : undefined);
-  const workspaceId = values['workspace-id'] ?? env.WS_WORKSPACE_ID;
-  const startTimeoutMs = parseDuration('start-timeout', values['start-timeout'] ?? '5m');
-  return {
-    backend: name,
-    workdir,
-    image,
-    workspaceId,
-    startTimeoutMs,
-    env: parsePairs('env', values.env),
-    values,
-  };
-}
-
 /** Opens the workspace a command asked for; the backend package is imported only now. */
-export async function openWorkspace(values: BackendValues, signal: AbortSignal): Promise<OpenedWorkspace> {
-  const options = backendFromValues(values);
-  const { backend, image, env, values: flags } = options;
-  const hostWorkdir = options.workdir === undefined ? undefined : await prepareHostDir(options.workdir);
+export async function openWorkspace(values: FlagValues, signal: AbortSignal): Promise<OpenedWorkspace> {
+  const settings = resolveSettings(values);
+  const { backend } = settings;
+  const hostWorkdir = settings.workdir === undefined ? undefined : await prepareHostDir(settings.workdir);
   const temporary = backend === 'local' && hostWorkdir === undefined;
   const common = {
-    ...(options.workspaceId ? { workspaceId: options.workspaceId } : {}),
-    ...(flags['mcp-config'] ? { defaultMcps: await readMcpConfig(flags['mcp-config']) } : {}),
-    ...(flags.skill ? { skillPaths: await checkSkillPaths(flags.skill) } : {}),
-    ...(env ? { env } : {}),
+    ...(settings.workspaceId ? { workspaceId: settings.workspaceId } : {}),
+    ...(settings.mcpConfig ? { defaultMcps: await readMcpConfig(settings.mcpConfig) } : {}),
+    ...(settings.skills ? { skillPaths: await checkSkillPaths(settings.skills) } : {}),
+    ...(settings.env ? { env: settings.env } : {}),
   };
-  const workspace = await construct(backend, common, {
+  const module = await loadBackend(backend);
+  const workspace = BACKEND_TABLE[backend].open(module, {
+    common,
     hostWorkdir: hostWorkdir ?? (temporary ? await mkdtemp(join(tmpdir(), 'ws-')) : undefined),
-    image,
-    volume: flags.volume,
-    network: flags.network,
-    apiKey: flags['api-key'],
-    apiUrl: flags['api-url'],
-    namespace: flags.namespace,
-    kubeconfig: flags.kubeconfig,
+    settings,
   });
   const closing = async () => {
     if (temporary) await workspace.destroy().catch(() => workspace.close());
     else await workspace.close();
   };
-  // Closing must not keep the command from exiting: after a command that timed out, @ws/local's
-  // close() can wait on a process group that never reports empty (reported upstream).
+  // Closing must not keep the command from exiting, nor may the command exit before it is done:
+  // after a command that left processes in its group (a timeout, `cmd &`), @ws/local's close() waits
+  // for the group to empty on unref'd timers only, so without a ref'd one the process would exit
+  // with close() still pending (settleWithin holds one).
   const graceMs = backend === 'local' || backend === 'bwrap' ? 3_000 : 60_000;
-  const dispose = () => settleWithin(closing(), graceMs);
+  const dispose = (ms = graceMs) =>
+    Progress.around(`closing the ${backend} workspace`, () => settleWithin(closing(), ms));
+  const deadline = AbortSignal.timeout(settings.startTimeoutMs);
   try {
-    await workspace.initialize({
-      signal: AbortSignal.any([signal, AbortSignal.timeout(options.startTimeoutMs)]),
-    });
+    const opening = AbortSignal.any([signal, deadline]);
+    await Progress.around(`opening the ${backend} workspace${STARTING[backend] ?? ''}`, () =>
+      untilAborted(workspace.initialize({ signal: opening }), opening),
+    );
   } catch (error) {
-    await dispose().catch(() => {});
-    if (error instanceof Error && error.name === 'TimeoutError') {
-      throw new Error(`opening the ${backend} workspace took longer than ${flags['start-timeout'] ?? '5m'}`);
+    // A backend that did not open in time may not answer a close either: what it made meanwhile
+    // is left to ws gc.
+    await dispose(Math.min(graceMs, 5_000)).catch(() => {});
+    if (deadline.aborted && !signal.aborted) {
+      throw new Error(`opening the ${backend} workspace took longer than ${settings.startTimeout}`);
     }
     throw error;
   }
-  return { workspace, backend, dispose };
+  return { workspace, backend, dispose: () => dispose() };
 }
 
-/** Waits for a promise at most `ms` (its failure is ignored: the command's result is what matters). */
-async function settleWithin(work: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    work.catch(() => {}),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-}
-
-interface BackendSpecific {
-  hostWorkdir: string | undefined;
-  image: string | undefined;
-  volume: string | undefined;
-  network: string | undefined;
-  apiKey: string | undefined;
-  apiUrl: string | undefined;
-  namespace: string | undefined;
-  kubeconfig: string | undefined;
-}
-
-/** Drops undefined values, so that a backend's option-key check sees only what was set. */
-function defined<T extends Record<string, unknown>>(record: T): Partial<T> {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as Partial<T>;
-}
-
-async function construct(
-  backend: BackendName,
-  common: Record<string, unknown>,
-  specific: BackendSpecific,
-): Promise<Workspace> {
-  const imported = await importBackend(backend);
-  const { hostWorkdir, image, volume, network, apiKey, apiUrl, namespace, kubeconfig } = specific;
-  switch (backend) {
-    case 'local': {
-      const { LocalWorkspace } = imported as typeof import('@ws/local');
-      return new LocalWorkspace({ ...common, hostWorkdir: hostWorkdir ?? '.' });
-    }
-    case 'bwrap': {
-      const { BubblewrapWorkspace } = imported as typeof import('@ws/bwrap');
-      return new BubblewrapWorkspace({ ...common, ...defined({ hostWorkdir }) });
-    }
-    case 'docker': {
-      const { DockerWorkspace } = imported as typeof import('@ws/docker');
-      return new DockerWorkspace({ ...common, ...defined({ hostWorkdir, image, volume, network }) });
-    }
-    case 'e2b': {
-      const { E2BWorkspace } = imported as typeof import('@ws/e2b');
-      return new E2BWorkspace({ ...common, ...defined({ template: image, apiKey, apiUrl }) });
-    }
-    case 'daytona': {
-      const { DaytonaWorkspace } = imported as typeof import('@ws/daytona');
-      return new DaytonaWorkspace({ ...common, ...defined({ image, apiKey, apiUrl }) });
-    }
-    case 'k8s': {
-      const { K8sWorkspace } = imported as typeof import('@ws/k8s');
-      return new K8sWorkspace({ ...common, ...defined({ image, namespace, kubeconfig }) });
-    }
-  }
-}
-
-/** Imports a backend package; a missing one is a one-line error naming what to install. */
-async function importBackend(backend: BackendName): Promise<unknown> {
-  const name = PACKAGES[backend];
-  try {
-    // One literal import per package so that bundlers keep each one a separate, optional chunk.
-    switch (backend) {
-      case 'local':
-        return await import('@ws/local');
-      case 'bwrap':
-        return await import('@ws/bwrap');
-      case 'docker':
-        return await import('@ws/docker');
-      case 'e2b':
-        return await import('@ws/e2b');
-      case 'daytona':
-        return await import('@ws/daytona');
-      case 'k8s':
-        return await import('@ws/k8s');
-    }
-  } catch (error) {
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ERR_MODULE_NOT_FOUND' && String((error as Error).message).includes(`'${name}'`)) {
-      throw new UsageError(`the ${backend} backend needs the package ${name}: npm install ${name}`);
-    }
-    throw error;
-  }
-}
+/** What opening a workspace does on each backend, for the progress line. */
+const STARTING: Partial<Record<BackendName, string>> = {
+  bwrap: ' (starting the gateway)',
+  docker: ' (creating the container, starting the gateway)',
+  e2b: ' (creating the sandbox, starting the gateway)',
+  daytona: ' (creating the sandbox, starting the gateway)',
+  k8s: ' (creating the Pod, starting the gateway)',
+  opensandbox: ' (creating the sandbox, starting the gateway)',
+};
 
 /** Creates the workdir (one level at a time, see `makeHostDirs`); a failure is a usage error. */
 export async function prepareHostDir(path: string): Promise<string> {

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { isWsError } from '@ws/core';
-import { cliVersion, parseCommand, UsageError } from './cli-args.js';
+import { cliVersion, parseCommand, parseDuration, UsageError } from './cli-args.js';
 import { runDemo } from './demo.js';
 import { runExec } from './exec.js';
+import { runGc, runLs } from './gc-command.js';
 import { runServe } from './serve-command.js';
 
 const USAGE = `Usage: ws <command> [options]
@@ -10,24 +11,34 @@ const USAGE = `Usage: ws <command> [options]
 Commands:
   serve    serve a workspace as an MCP server (stdio or streamable HTTP), on any backend
   exec     run one command in a workspace; output streamed, exit code passed through
-  demo     a short tour of a local workspace: commands, files, instructions
+  ls       list what workspaces of a backend left (containers, sandboxes, leftover files)
+  gc       remove what workspaces of a backend left once idle for a while
+  demo     a short tour of a local workspace: a skill, an MCP server, every tool, offloading
   help     show this text (ws <command> --help shows a command's options)
 
 Options:
   -h, --help       show this text
   -v, --version    print the version
 
-Backends: local, bwrap, docker, e2b, daytona, k8s (install @ws/<backend> for any but local).
+Every command takes --json (output for scripts) and --help. Backend options come from flags, the
+WS_* environment variables or a JSON config file (--config FILE or WS_CONFIG), flags first.
+
+Backends: local, bwrap, docker, e2b, daytona, k8s, opensandbox (install @ws/<backend> for any but
+local).
 `;
 
-const DEMO_HELP = `Usage: ws demo [--workdir DIR] [--keep]
+const DEMO_HELP = `Usage: ws demo [--workdir DIR] [--keep] [--json]
 
-Opens a local workspace (a temporary folder unless --workdir), runs a few commands, writes and
-reads files, and prints each step with its timing.
+A short tour of a local workspace (a temporary folder unless --workdir): installs a skill, adds an
+MCP server (a small node script written into the workspace), calls every tool an agent gets
+(Bash, Write, Read, Edit, Glob, Grep, the MCP server's tool and Skill), offloads context with an
+image, and shows where everything landed.
 
 Options:
   --workdir DIR    use this host folder (kept afterwards)
   --keep           keep the temporary folder
+  --json           print one JSON summary (tools, calls, files) instead of the tour
+  --timeout TIME   give up after TIME (default 60s)
   -h, --help       show this text
 `;
 
@@ -51,20 +62,31 @@ async function main(argv: string[], signal: AbortSignal): Promise<number> {
       return runServe(rest, signal);
     case 'exec':
       return runExec(rest, signal);
+    case 'ls':
+      return runLs(rest, signal);
+    case 'gc':
+      return runGc(rest, signal);
     case 'demo': {
       const { values } = parseCommand('demo', rest, {
         workdir: { type: 'string' },
         keep: { type: 'boolean' },
+        json: { type: 'boolean' },
+        timeout: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       });
       if (values.help) {
         process.stdout.write(DEMO_HELP);
         return 0;
       }
-      return runDemo({
-        ...(values.workdir !== undefined ? { workdir: values.workdir } : {}),
-        keep: values.keep ?? false,
-      });
+      return runDemo(
+        {
+          workdir: values.workdir,
+          keep: values.keep ?? false,
+          json: values.json ?? false,
+          timeoutMs: parseDuration('timeout', values.timeout ?? '60s'),
+        },
+        signal,
+      );
     }
     default:
       throw new UsageError(

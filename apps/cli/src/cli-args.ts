@@ -57,6 +57,25 @@ export function parseDuration(flag: string, text: string): number {
   return Math.round(Number(match[1]) * unit);
 }
 
+/** Like {@link parseDuration}, but `0` is allowed (an age: `--older-than 0` means any age). */
+export function parseAge(flag: string, text: string): number {
+  return /^0+(?:\.0+)?(ms|s|m|h)?$/.test(text.trim()) ? 0 : parseDuration(flag, text);
+}
+
+/** A duration for people: `850ms`, `42s`, `7m`, `3h 5m`, `2d 4h`. */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return 'forever';
+  if (ms < 1_000) return `${Math.round(ms)}ms`;
+  const seconds = Math.floor(ms / 1_000);
+  if (seconds < 60) return `${seconds}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return minutes % 60 === 0 ? `${hours}h` : `${hours}h ${minutes % 60}m`;
+  const days = Math.floor(hours / 24);
+  return hours % 24 === 0 ? `${days}d` : `${days}d ${hours % 24}h`;
+}
+
 /** A TCP port, 0 (any free port) to 65535. */
 export function parsePort(text: string): number {
   if (!/^\d+$/.test(text) || Number(text) > 65_535) {

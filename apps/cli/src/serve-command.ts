@@ -1,6 +1,7 @@
-import { BACKEND_HELP, BACKEND_OPTIONS, backendFromValues, openWorkspace } from './backends.js';
+import { BACKEND_HELP, BACKEND_OPTIONS, openWorkspace } from './backends.js';
 import { cliVersion, parseCommand, parsePort, UsageError } from './cli-args.js';
 import { checkHttpBind, type ServeHandle, serveHttp, serveStdio, ToolCatalog } from './serve.js';
+import { resolveSettings } from './settings.js';
 
 export const SERVE_HELP = `Usage: ws serve [--stdio | --http PORT] [options]
 
@@ -53,7 +54,7 @@ export async function runServe(args: string[], signal: AbortSignal): Promise<num
   }
   const maxResultChars = maxText === undefined ? undefined : Number(maxText);
   if (http) checkHttpBind(http); // refuse before opening anything
-  backendFromValues(values); // bad backend options fail before any I/O as well
+  resolveSettings(values); // bad backend options fail before any I/O as well
 
   const opened = await openWorkspace(values, signal);
   let handle: ServeHandle | undefined;

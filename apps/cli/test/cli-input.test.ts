@@ -27,15 +27,19 @@ describe('ws: help and version', () => {
     expect(result.stdout).toBe(`${version}\n`);
   });
 
-  it.each([['--help'], ['serve', '--help'], ['exec', '--help'], ['demo', '--help']])(
-    'ws %s prints usage and exits 0',
-    (...args) => {
-      const result = runWs(args);
-      expect(result.status).toBe(0);
-      expect(result.stdout).toMatch(/^Usage: ws/);
-      expect(result.stderr).toBe('');
-    },
-  );
+  it.each([
+    ['--help'],
+    ['serve', '--help'],
+    ['exec', '--help'],
+    ['ls', '--help'],
+    ['gc', '--help'],
+    ['demo', '--help'],
+  ])('ws %s prints usage and exits 0', (...args) => {
+    const result = runWs(args);
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^Usage: ws/);
+    expect(result.stderr).toBe('');
+  });
 });
 
 describe('ws: bad input gives one line and a non-zero exit', () => {
@@ -70,6 +74,42 @@ describe('ws: bad input gives one line and a non-zero exit', () => {
       /cannot create the workdir/,
     ],
     ['a workdir that is a file', ['exec', '--workdir', '/etc/hostname', '--', 'true'], /not a directory/],
+    [
+      'an owner tag on the local backend (serve)',
+      ['serve', '--owner', 'me'],
+      /--owner does not apply to the local/,
+    ],
+    ['an unknown ls flag', ['ls', '--bogus'], /Unknown option '--bogus'/],
+    ['ls on the local backend without a root', ['ls'], /--root DIR/],
+    [
+      'a root that does not exist',
+      ['ls', '--root', '/nonexistent/ws-root'],
+      /ws ls: The root \/nonexistent\/ws-root cannot be read/,
+    ],
+    [
+      'an owner tag on the local backend (ls)',
+      ['ls', '--owner', 'me'],
+      /--owner does not apply to the local backend/,
+    ],
+    [
+      'a root on the docker backend',
+      ['gc', '--backend', 'docker', '--root', '/tmp'],
+      /--root does not apply to the docker/,
+    ],
+    [
+      'a workdir on the docker backend (ls)',
+      ['ls', '--backend', 'docker', '--workdir', '/tmp'],
+      /--workdir does not apply to ws ls/,
+    ],
+    ['a bad age', ['gc', '--older-than', 'soon'], /--older-than takes a duration/],
+    ['a bad ls timeout', ['ls', '--timeout', '-1', '--root', '/tmp'], /--timeout/],
+    ['a stray argument to gc', ['gc', 'now'], /ws gc: unexpected argument "now"/],
+    ['a bad demo timeout', ['demo', '--timeout', 'later'], /--timeout takes a duration/],
+    [
+      'a config file that does not exist',
+      ['exec', '--config', '/nonexistent/ws.json', '--', 'true'],
+      /--config \/nonexistent\/ws\.json: ENOENT/,
+    ],
   ];
   it.each(cases)('%s', (_label, args, message) => {
     const result = runWs(args);
@@ -106,6 +146,12 @@ describe('ws: a backend package that is not installed', () => {
       expect(result.stderr).toBe(
         'ws: the docker backend needs the package @ws/docker: npm install @ws/docker\n',
       );
+      const gc = spawnSync(process.execPath, [join(root, 'dist', 'bin.js'), 'gc', '--backend', 'k8s'], {
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
+      expect(gc.status).toBe(2);
+      expect(gc.stderr).toBe('ws: the k8s backend needs the package @ws/k8s: npm install @ws/k8s\n');
       // The local backend, a dependency, still works from that install.
       const local = spawnSync(process.execPath, [join(root, 'dist', 'bin.js'), 'exec', '--', 'echo', 'ok'], {
         encoding: 'utf8',

@@ -64,9 +64,13 @@ export interface HttpServer {
 }
 
 /** Starts `ws serve --http 0 --json …` and waits for the URL it prints. */
-export async function startHttpServer(args: readonly string[]): Promise<HttpServer> {
+export async function startHttpServer(
+  args: readonly string[],
+  env: Record<string, string> = {},
+): Promise<HttpServer> {
   const child = spawn(process.execPath, [BIN, 'serve', '--http', '0', '--json', ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
