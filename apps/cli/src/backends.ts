@@ -43,7 +43,9 @@ export const BACKEND_HELP = `Backend options:
   --workdir DIR            host folder the workspace works in (local, bwrap, docker); without it
                            the workspace is temporary: deleted (local) or removed (container) on exit
                                                                                  [WS_WORKDIR]
-  --workspace-id ID        the workspace id, to re-attach to an existing one      [WS_WORKSPACE_ID]
+  --workspace-id ID        the workspace id, to re-attach to an existing one; without one, a
+                           cloud workspace (e2b, daytona, k8s, opensandbox) is deleted at exit
+                                                                                 [WS_WORKSPACE_ID]
   --image NAME             container image (docker, daytona, k8s, opensandbox) or template (e2b)
                                                                                    [WS_IMAGE]
   --volume NAME            named volume mounted as the workdir (docker)
@@ -76,6 +78,8 @@ export async function openWorkspace(values: FlagValues, signal: AbortSignal): Pr
   const { backend } = settings;
   const hostWorkdir = settings.workdir === undefined ? undefined : await prepareHostDir(settings.workdir);
   const temporary = backend === 'local' && hostWorkdir === undefined;
+  // A cloud workspace nobody named cannot be found again: deleted at exit rather than left paused.
+  const unnamed = settings.workspaceId === undefined && CLOUD.has(backend);
   const common = {
     ...(settings.workspaceId ? { workspaceId: settings.workspaceId } : {}),
     ...(settings.mcpConfig ? { defaultMcps: await readMcpConfig(settings.mcpConfig) } : {}),
@@ -89,13 +93,10 @@ export async function openWorkspace(values: FlagValues, signal: AbortSignal): Pr
     settings,
   });
   const closing = async () => {
-    if (temporary) await workspace.destroy().catch(() => workspace.close());
+    if (temporary || unnamed) await workspace.destroy().catch(() => workspace.close());
     else await workspace.close();
   };
-  // Closing must not keep the command from exiting, nor may the command exit before it is done:
-  // after a command that left processes in its group (a timeout, `cmd &`), @ws/local's close() waits
-  // for the group to empty on unref'd timers only, so without a ref'd one the process would exit
-  // with close() still pending (settleWithin holds one).
+  // Closing must not keep the command from exiting for long (a backend that does not answer).
   const graceMs = backend === 'local' || backend === 'bwrap' ? 3_000 : 60_000;
   const dispose = (ms = graceMs) =>
     Progress.around(`closing the ${backend} workspace`, () => settleWithin(closing(), ms));
@@ -116,6 +117,9 @@ export async function openWorkspace(values: FlagValues, signal: AbortSignal): Pr
   }
   return { workspace, backend, dispose: () => dispose() };
 }
+
+/** Backends whose sandboxes outlive the command (paused or stopped by `close()`). */
+const CLOUD: ReadonlySet<BackendName> = new Set(['e2b', 'daytona', 'k8s', 'opensandbox']);
 
 /** What opening a workspace does on each backend, for the progress line. */
 const STARTING: Partial<Record<BackendName, string>> = {

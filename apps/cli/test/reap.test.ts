@@ -293,4 +293,13 @@ describe.skipIf(e2bProblem !== undefined)('ws ls / ws gc --backend e2b (emulated
     expect(reaped.stdout).toMatch(new RegExp(`removed\\s+sandbox\\s+\\S+\\s+${workspaceId}\\s+${owner}`));
     expect(ls()).toEqual([]);
   }, 240_000);
+
+  it('deletes the sandbox of an unnamed workspace when ws exec ends, leaving nothing to reap', async () => {
+    const ran = runWs(['exec', ...flags, '--owner', owner, '--', 'sh', '-c', 'echo ran; exit 4'], env);
+    expect(ran.stdout).toBe('ran\n');
+    expect(ran.status, ran.stderr).toBe(4);
+    const listed = runWs(['ls', ...flags, '--owner', owner, '--json'], env);
+    expect(listed.status, listed.stderr).toBe(0);
+    expect((JSON.parse(listed.stdout) as Listed).resources).toEqual([]);
+  }, 240_000);
 });
