@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import type { Readable, Writable } from 'node:stream';
@@ -62,15 +63,44 @@ export function assertArgv(argv: readonly string[]): void {
   if (argv[0] === '') throw new WsError('INVALID_ARGUMENT', 'argv[0] must not be empty');
 }
 
-/** True while the process group led by `pid` has a process in it. */
+/**
+ * True while the process group led by `pid` has a running process in it. A zombie (a member that
+ * exited and waits for its parent to collect it) does not count: where nobody collects orphans
+ * promptly (a container whose PID 1 is node), a group of zombies would otherwise look alive until
+ * every stop ran out its grace time. Zombies are told apart through `/proc` on Linux; elsewhere any
+ * member counts.
+ */
 export function groupAlive(pid: number | undefined): boolean {
   if (pid === undefined) return false;
   try {
     process.kill(-pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+  return process.platform !== 'linux' || groupHasLiveMember(pid);
+}
+
+/** Whether `/proc` lists a member of group `pgid` that is not a zombie (true when `/proc` cannot tell). */
+function groupHasLiveMember(pgid: number): boolean {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return true;
+  }
+  for (const entry of entries) {
+    if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
+    } catch {
+      continue; // gone meanwhile
+    }
+    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses, so split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) === pgid && fields[0] !== 'Z') return true;
+  }
+  return false;
 }
 
 /**
