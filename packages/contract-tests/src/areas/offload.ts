@@ -122,6 +122,8 @@ export function offloadArea(context: AreaContext): void {
             { type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG_BASE64 } },
             { type: 'image_url', image_url: { url: dataUrl, detail: 'low' } },
             { type: 'input_image', image_url: dataUrl },
+            { type: 'image-data', data: PNG_BASE64, mediaType: 'image/png' },
+            { type: 'input_image', image: dataUrl, detail: 'auto' },
             { type: 'text', text: PNG_BASE64 },
             { type: 'image', image: 'https://example.com/remote.png' },
           ],
@@ -141,6 +143,8 @@ export function offloadArea(context: AreaContext): void {
           { type: 'image', source: { type: 'url', url } },
           { type: 'image_url', image_url: { url, detail: 'low' } },
           { type: 'input_image', image_url: url },
+          { type: 'image-data', data: url, mediaType: 'image/png' },
+          { type: 'input_image', image: url, detail: 'auto' },
           { type: 'text', text: PNG_BASE64 },
           { type: 'image', image: 'https://example.com/remote.png' },
         ]);

@@ -85,7 +85,9 @@ const str = (value: unknown): string | undefined => (typeof value === 'string' ?
  * - MCP image/audio content: `{type:'image'|'audio', data, mimeType}` (becomes a `resource_link`);
  * - Vercel AI SDK parts: `{type:'image', image}` and `{type:'file', data, mediaType|mimeType}` with base64
  *   or a data URL;
- * - OpenAI images: `{type:'image_url', image_url:{url:'data:…'}}` and `{type:'input_image', image_url:'data:…'}`.
+ * - Vercel AI SDK tool-output parts: `{type:'image-data'|'file-data'|'media', data, mediaType}` with base64;
+ * - OpenAI images: `{type:'image_url', image_url:{url:'data:…'}}` and `{type:'input_image', image_url:'data:…'}`,
+ *   and the Agents SDK's `{type:'input_image', image:'data:…'}` and `{type:'input_file', file:'data:…'}`.
  * Anything else is not media.
  */
 export function recognizeMedia(node: unknown): MediaHit | undefined {
@@ -144,6 +146,28 @@ export function recognizeMedia(node: unknown): MediaHit | undefined {
       (declared && looksBase64(node.data) ? { mediaType: declared, data: node.data } : undefined);
     if (!parsed) return undefined;
     return { ...parsed, name: str(node.filename), replace: (url) => ({ ...node, data: url }) };
+  }
+  if (
+    (type === 'image-data' || type === 'file-data' || type === 'media') &&
+    typeof node.data === 'string' &&
+    typeof node.mediaType === 'string' &&
+    looksBase64(node.data)
+  ) {
+    const mediaType = node.mediaType;
+    return {
+      data: node.data,
+      mediaType,
+      name: str(node.filename),
+      replace: (url) => ({ ...node, data: url }),
+    };
+  }
+  if (
+    (type === 'input_image' || type === 'input_file') &&
+    typeof node[type === 'input_image' ? 'image' : 'file'] === 'string'
+  ) {
+    const field = type === 'input_image' ? 'image' : 'file';
+    const parsed = parseDataUrl(node[field] as string);
+    if (parsed) return { ...parsed, name: str(node.filename), replace: (url) => ({ ...node, [field]: url }) };
   }
   if (type === 'image_url' && isObject(node.image_url) && typeof node.image_url.url === 'string') {
     const imageUrl = node.image_url;
