@@ -71,13 +71,18 @@ export function assertArgv(argv: readonly string[]): void {
  * member counts.
  */
 export function groupAlive(pid: number | undefined): boolean {
+  return groupExists(pid) && (process.platform !== 'linux' || groupHasLiveMember(pid as number));
+}
+
+/** True while the group led by `pid` has any member, zombies included: one signal, no `/proc` scan. */
+function groupExists(pid: number | undefined): boolean {
   if (pid === undefined) return false;
   try {
     process.kill(-pid, 0);
+    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
-  return process.platform !== 'linux' || groupHasLiveMember(pid);
 }
 
 /** Whether `/proc` lists a member of group `pgid` that is not a zombie (true when `/proc` cannot tell). */
@@ -379,7 +384,9 @@ export async function runHostCommand(
       options.track({
         stop: () =>
           stopWithGrace((signal) => killGroup(pid, `SIG${signal}`), groupEmptied(pid, graceMs), graceMs),
-        alive: () => groupAlive(pid),
+        // Asked on every later command, to forget groups that are gone: the cheap check (a group of
+        // zombies kept here costs nothing, its stop ends at once).
+        alive: () => groupExists(pid),
       });
     }
   }
