@@ -16,6 +16,7 @@ import { toolsFilesArea } from './areas/tools-files.js';
 import { toolsSearchArea } from './areas/tools-search.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
+export { ENGINE_SETUP, type Engine, isCi, MissingEngineError, requireEngine } from './engines.js';
 export {
   allByteValues,
   expectWsError,
@@ -75,27 +76,41 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
       return workspace;
     },
     caseTimeoutMs: target.caseTimeoutMs ?? 60_000,
-    largeOutputBytes: target.largeOutputBytes ?? 1024 * 1024 * 1024,
+    largeOutputBytes: target.largeOutputBytes ?? 256 * 1024 * 1024,
     largeFileBytes: target.largeFileBytes ?? 64 * 1024 * 1024,
     longMcpCallMs: target.longMcpCallMs ?? 45_000,
   };
+  const areas = shardOf(target.shard, [
+    execArea,
+    spawnArea,
+    filesArea,
+    lifecycleArea,
+    lifecycleLeftoversArea,
+    layoutArea,
+    toolsBashArea,
+    toolsFilesArea,
+    toolsSearchArea,
+    offloadArea,
+    skillsArea,
+    mcpArea,
+    securityBoundaryArea,
+    securityIntegrityArea,
+  ]);
   describe(`conformance: ${target.name}`, () => {
     afterAll(async () => {
       await Promise.allSettled(created.map((workspace) => workspace.close()));
     }, context.caseTimeoutMs);
-    execArea(context);
-    spawnArea(context);
-    filesArea(context);
-    lifecycleArea(context);
-    lifecycleLeftoversArea(context);
-    layoutArea(context);
-    toolsBashArea(context);
-    toolsFilesArea(context);
-    toolsSearchArea(context);
-    offloadArea(context);
-    skillsArea(context);
-    mcpArea(context);
-    securityBoundaryArea(context);
-    securityIntegrityArea(context);
+    for (const area of areas) area(context);
   });
+}
+
+/** The areas of one shard: of the areas in order, the `index`-th of every `count`. */
+function shardOf<Area>(shard: ConformanceTarget['shard'], areas: readonly Area[]): readonly Area[] {
+  if (!shard) return areas;
+  const { index, count } = shard;
+  if (!Number.isInteger(count) || !Number.isInteger(index) || count < 1 || index < 1 || index > count)
+    throw new Error(
+      `a conformance shard is { index: 1..count, count: 1 or more }, not ${JSON.stringify(shard)}`,
+    );
+  return areas.filter((_, position) => position % count === index - 1);
 }

@@ -50,11 +50,25 @@ export interface ConformanceTarget {
   leftovers?(workspaceId: string): Promise<string[]>;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */
   skipReason?(): string | undefined | Promise<string | undefined>;
+  /**
+   * One part of the suite, for a long suite split across test files that the runner runs side by
+   * side: `{ index: 2, count: 3 }` registers the second of three parts. The suite's areas are dealt
+   * out to the parts in turn, so the parts of one count cover every area exactly once. Default: the
+   * whole suite.
+   */
+  readonly shard?: { readonly index: number; readonly count: number };
   /** Time limit of one case in milliseconds. Default 60 000. */
   readonly caseTimeoutMs?: number;
-  /** Size of the output the output-cap case produces. Default 1 GiB. */
+  /**
+   * Size of the output the huge-output cases produce. Default 256 MiB: holding it would take more
+   * host memory than the cases allow (half of it, at most 200 MiB; 100 MiB for Bash).
+   */
   readonly largeOutputBytes?: number;
-  /** Size of the large-file case. Default 64 MiB. */
+  /**
+   * Size of the files of the large-file cases and of the writes interrupted by a dying gateway or
+   * host. Default 64 MiB; a backend whose file transfers are slow sets less, so that the interrupted
+   * writes still take long enough to be interrupted.
+   */
   readonly largeFileBytes?: number;
   /** How long the long MCP tool call runs (it must succeed when its own timeout allows it). Default 45 000 ms. */
   readonly longMcpCallMs?: number;

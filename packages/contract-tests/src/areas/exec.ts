@@ -1,3 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { CompleteSandbox } from '@ws/core';
 import { shellQuote } from '@ws/core/backend';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
@@ -137,6 +141,43 @@ export function execArea(context: AreaContext): void {
       async () => {
         await expectWsError(() => sandbox.exec([]), 'INVALID_ARGUMENT');
         await expectWsError(() => sandbox.exec(['echo', 'a\0b']), 'INVALID_ARGUMENT');
+      },
+    );
+
+    conformanceCase(
+      context,
+      'exec.host-as-declared',
+      "a command sees the host's files and this process exactly when the workspace declares isolation: none",
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'ws-host-canary-'));
+        const file = join(dir, 'canary.txt');
+        const canary = `HOST-CANARY-${randomBytes(8).toString('hex')}`;
+        writeFileSync(file, canary);
+        // This process's command line as the host sees it; a process of the same pid in another pid
+        // namespace has another one.
+        const commandLine = readFileSync('/proc/self/cmdline', 'utf8').replaceAll('\0', ' ').trim();
+        try {
+          const result = await sandbox.exec([
+            'sh',
+            '-c',
+            'cat -- "$1" 2>/dev/null; echo; tr "\\0" " " < "/proc/$2/cmdline" 2>/dev/null',
+            'sh',
+            file,
+            String(process.pid),
+          ]);
+          const [seenFile = '', seenCommandLine = ''] = result.stdoutText.split('\n');
+          const none = workspace.capabilities.isolation === 'none';
+          expect(
+            seenFile === canary,
+            `isolation: ${workspace.capabilities.isolation}, read ${seenFile}`,
+          ).toBe(none);
+          expect(
+            seenCommandLine.trim() === commandLine,
+            `isolation: ${workspace.capabilities.isolation}`,
+          ).toBe(none);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
       },
     );
 

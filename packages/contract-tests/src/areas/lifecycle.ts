@@ -130,6 +130,30 @@ export function lifecycleArea(context: AreaContext): void {
 
     conformanceCase(
       context,
+      'lifecycle.persistence-as-declared',
+      'files outlive close() exactly when the workspace declares persistent: true',
+      async () => {
+        const workspaceId = context.newId();
+        const first = await context.create(workspaceId);
+        await first.initialize();
+        const persistent = first.capabilities.persistent;
+        await first.getSandbox().writeFile('kept/declared.txt', 'written before close');
+        await first.close();
+        const second = await context.create(workspaceId);
+        try {
+          await second.initialize();
+          expect(
+            await second.getSandbox().exists('kept/declared.txt'),
+            `a new object on the id, the first declaring persistent: ${persistent}`,
+          ).toBe(persistent);
+        } finally {
+          await second.close();
+        }
+      },
+    );
+
+    conformanceCase(
+      context,
       'lifecycle.reset',
       "reset clears the managed layout and keeps the agent's own files",
       async () => {

@@ -1,5 +1,6 @@
 import type { CompleteSandbox, SearchMode, Tool } from '@ws/core';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { requireEngine } from '../engines.js';
 import { errorText, okText } from '../fixtures.js';
 import { conformanceCase, HOSTILE_NAMES } from '../harness.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
@@ -29,7 +30,7 @@ export function toolsSearchArea(context: AreaContext): void {
           mode === 'ripgrep' &&
           (await sandbox.exec(['sh', '-c', 'command -v rg']).then((result) => result.exitCode !== 0))
         ) {
-          missing = 'ripgrep (rg) is not installed in this sandbox';
+          missing = requireEngine('ripgrep', 'ripgrep (rg) is not installed in this sandbox');
           console.warn(`[conformance] ${context.target.name}: Glob and Grep (ripgrep) skipped: ${missing}`);
           return;
         }
