@@ -2,13 +2,17 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
-const engineProblem = await new Docker().ping().then(
-  () => undefined,
-  (error: Error) => `no Docker engine answers (${error.message}); start dockerd`,
+const engineProblem = requireEngine(
+  'docker',
+  await new Docker().ping().then(
+    () => undefined,
+    (error: Error) => `no Docker engine answers (${error.message}); start dockerd`,
+  ),
 );
 if (engineProblem) console.warn(`[ws-emulator cli] the run case is skipped: ${engineProblem}`);
 

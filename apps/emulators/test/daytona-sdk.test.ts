@@ -7,6 +7,7 @@ import {
   DaytonaTimeoutError,
   type Sandbox,
 } from '@daytonaio/sdk';
+import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -20,7 +21,7 @@ import { dockerProblem } from './engine-check.js';
 // The whole file drives the unmodified @daytonaio/sdk against emulators of its own instances; sandboxes
 // are real containers of the image behind the `default` snapshot.
 const image = 'ws-workspace:bookworm';
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[daytona-sdk] skipped: ${problem}`);
 
 const docker = new Docker();
@@ -376,8 +377,12 @@ describe.skipIf(problem !== undefined)('Daytona emulator driven by @daytonaio/sd
       const quick = client({ apiUrl: fast.apiUrl });
       const idle = await quick.create({ labels: { suite }, autoStopInterval: 1 });
       await idle.process.executeCommand('true');
-      await new Promise((resolve) => setTimeout(resolve, 1200));
-      await idle.refreshData();
+      // Idle for 300 ms, it stops (50 ms of transition); a busy machine may take a little longer.
+      for (let waited = 0; waited < 15_000; waited += 200) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        await idle.refreshData();
+        if (idle.state === 'stopped') break;
+      }
       expect(idle.state).toBe('stopped');
       expect((await containerOf(idle.id)).State.Running).toBe(false);
     } finally {

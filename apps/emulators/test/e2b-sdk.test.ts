@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import {
   AuthenticationError,
@@ -17,7 +18,7 @@ import { dockerProblem } from './engine-check.js';
 // The whole file drives the unmodified e2b SDK against one emulator; sandboxes are real containers of
 // the image behind the `base` template.
 const image = 'ws-workspace:bookworm';
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[e2b-sdk] skipped: ${problem}`);
 
 const docker = new Docker();

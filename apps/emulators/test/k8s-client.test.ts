@@ -9,6 +9,7 @@ import {
   type V1Status,
   Watch,
 } from '@kubernetes/client-node';
+import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
@@ -22,7 +23,7 @@ import { dockerProblem } from './engine-check.js';
 
 // Drives the unmodified @kubernetes/client-node 1.4 against the emulator; pods are real containers.
 const image = 'ws-workspace:bookworm';
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[k8s-client] skipped: ${problem}`);
 
 const docker = new Docker();

@@ -7,6 +7,7 @@ import {
   setHeaderOptions,
   type V1PersistentVolumeClaim,
 } from '@kubernetes/client-node';
+import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type K8sEmulator, removeK8sEmulatorObjects, startK8sEmulator } from '../src/k8s/k8s-emulator.js';
@@ -14,7 +15,7 @@ import { dockerProblem } from './engine-check.js';
 
 // PATCH of PersistentVolumeClaims, driven by the unmodified @kubernetes/client-node 1.4 (which sends
 // a JSON patch unless told otherwise) and, for what the client cannot send, by fetch.
-const problem = await dockerProblem('ws-workspace:bookworm');
+const problem = requireEngine('docker', await dockerProblem('ws-workspace:bookworm'));
 if (problem) console.warn(`[k8s-patch] skipped: ${problem}`);
 
 const instance = `k8sp-${randomBytes(4).toString('hex')}`;

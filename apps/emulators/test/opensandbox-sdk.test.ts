@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ConnectionConfig, Sandbox, SandboxApiException, SandboxManager } from '@alibaba-group/opensandbox';
+import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -13,7 +14,7 @@ import { dockerProblem } from './engine-check.js';
 // The whole file drives the unmodified @alibaba-group/opensandbox SDK against an emulator of its own
 // instance; sandboxes are real containers of the workspace image (image URI `workspace` maps to it).
 const image = 'ws-workspace:bookworm';
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[opensandbox-sdk] skipped: ${problem}`);
 
 const docker = new Docker();

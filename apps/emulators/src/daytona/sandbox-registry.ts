@@ -70,6 +70,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The sandboxes of one emulator, their containers, and the timers that stop, archive or delete them. */
 export class SandboxRegistry {
   private readonly entries = new Map<string, Entry>();
+  /** Toolbox requests under way, per sandbox id (see `busy`). */
+  private readonly active = new Map<string, number>();
   private closed = false;
 
   constructor(private readonly options: RegistryOptions) {}
@@ -231,6 +233,24 @@ export class SandboxRegistry {
     return record;
   }
 
+  /**
+   * Marks a toolbox request under way: the sandbox is active until the returned function is called
+   * (its end is activity too), so auto-stop never cuts a request short.
+   */
+  busy(record: SandboxRecord): () => void {
+    this.active.set(record.id, (this.active.get(record.id) ?? 0) + 1);
+    this.touch(record);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.active.get(record.id) ?? 1) - 1;
+      if (left > 0) this.active.set(record.id, left);
+      else this.active.delete(record.id);
+      this.touch(record);
+    };
+  }
+
   /** Marks activity (toolbox calls, `last-activity`): the auto-stop clock restarts. */
   touch(record: SandboxRecord): void {
     record.settings.lastActivityAt = new Date().toISOString();
@@ -376,6 +396,8 @@ export class SandboxRegistry {
           this.schedule(sandboxId);
           return;
         }
+        // A request under way is activity; its end re-arms the clock.
+        if (action === 'stop' && this.active.has(sandboxId)) return;
         this.options.log(`daytona: auto-${action} of sandbox ${sandboxId}`);
         const act =
           action === 'stop'

@@ -33,6 +33,20 @@ export async function handleToolbox(
   path: string,
 ): Promise<void> {
   const record = startedSandbox(registry, sandboxId);
+  const release = registry.busy(record);
+  try {
+    await serveToolbox(record, request, response, path);
+  } finally {
+    release();
+  }
+}
+
+async function serveToolbox(
+  record: SandboxRecord,
+  request: IncomingMessage,
+  response: ServerResponse,
+  path: string,
+): Promise<void> {
   const url = new URL(request.url ?? '/', 'http://emulator');
   let result: ToolboxResult | 'unmatched' | 'sent' = 'unmatched';
   if (path === '/process/execute' && request.method === 'POST')

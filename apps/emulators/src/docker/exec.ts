@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
+import { agentFor, markPaused } from './agent.js';
 
 type DockerError = Error & { statusCode?: number; json?: { message?: string } | null; reason?: string };
 
@@ -68,6 +69,25 @@ function beginStart(id: string): () => void {
   };
 }
 
+/**
+ * Pauses a container once no exec is being started in it, and sends its commands to the engine
+ * (which refuses them) until `unpauseContainer`.
+ */
+export async function pauseContainer(container: Docker.Container): Promise<void> {
+  await execStartsSettled(container);
+  markPaused(container, true);
+  await container.pause();
+}
+
+/** Unpauses a container (see `pauseContainer`). */
+export async function unpauseContainer(container: Docker.Container): Promise<void> {
+  try {
+    await container.unpause();
+  } finally {
+    markPaused(container, false);
+  }
+}
+
 /** Resolves once no exec is being started in the container (by this process): safe to pause it. */
 export function execStartsSettled(container: Docker.Container): Promise<void> {
   const entry = starting.get(container.id);
@@ -84,8 +104,41 @@ async function startOver(exec: Docker.Exec): Promise<void> {
   }
 }
 
-/** Creates and starts an exec with a hijacked (raw, bidirectional) connection. */
+/** An exec's handle: the engine's own, or one the container's agent started (see agent.ts). */
+export interface ExecHandle {
+  inspect(): Promise<{ Running: boolean; ExitCode: number | null }>;
+  resize(size: { h: number; w: number }): Promise<unknown>;
+}
+
+/**
+ * Starts a command in a running container and hands back its stream, in the engine's exec framing
+ * (non-TTY: multiplexed stdout and stderr; TTY: raw). A non-TTY command goes through the container's
+ * agent when it has one (a fork in the container instead of an engine exec); a TTY, a paused
+ * container and an image without node go through the engine.
+ */
 export async function startExec(
+  container: Docker.Container,
+  argv: readonly string[],
+  options: ExecStartOptions = {},
+): Promise<{ exec: ExecHandle; stream: Duplex }> {
+  if (!options.tty) {
+    const { user, env, stdin, workingDir } = options;
+    const agent = await agentFor(container, user, (agentArgv, agentOptions) =>
+      startEngineExec(container, agentArgv, agentOptions),
+    );
+    if (agent?.alive) {
+      return agent.start(argv, {
+        ...(env !== undefined ? { env } : {}),
+        ...(stdin !== undefined ? { stdin } : {}),
+        ...(workingDir !== undefined ? { workingDir } : {}),
+      });
+    }
+  }
+  return startEngineExec(container, argv, options);
+}
+
+/** Creates and starts an engine exec with a hijacked (raw, bidirectional) connection. */
+async function startEngineExec(
   container: Docker.Container,
   argv: readonly string[],
   options: ExecStartOptions = {},
@@ -130,7 +183,7 @@ function createExec(
  * The exit code of an exec whose stream has ended. The engine can report it as still running for a
  * moment after the stream closes, so this polls briefly; -1 when it cannot tell.
  */
-export async function execExitCode(exec: Docker.Exec): Promise<number> {
+export async function execExitCode(exec: ExecHandle): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const info = await exec.inspect().catch(() => undefined);
     if (!info) return -1;

@@ -1,7 +1,14 @@
 import type { Duplex } from 'node:stream';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type Docker from 'dockerode';
-import { execExitCode, FrameDemuxer, runExec, startExec, streamDone } from '../docker/exec.js';
+import {
+  type ExecHandle,
+  execExitCode,
+  FrameDemuxer,
+  runExec,
+  startExec,
+  streamDone,
+} from '../docker/exec.js';
 import type { Account } from './accounts.js';
 import { EventQueue } from './event-queue.js';
 
@@ -58,7 +65,7 @@ export class ManagedProcess {
     readonly config: ProcessConfig,
     readonly tag: string | undefined,
     readonly tty: boolean,
-    private readonly exec: Docker.Exec,
+    private readonly exec: ExecHandle,
     private readonly stream: Duplex,
     private readonly table: ProcessTable,
     stdin: boolean,

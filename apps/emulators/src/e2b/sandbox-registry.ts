@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type Docker from 'dockerode';
-import { dockerMessage, dockerStatus, execStartsSettled } from '../docker/exec.js';
+import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { AccountResolver } from './accounts.js';
 import { ProcessTable } from './process-table.js';
 import {
@@ -233,7 +233,7 @@ export class SandboxRegistry {
       let resumed = false;
       if (record.state === 'paused') {
         try {
-          await record.container.unpause();
+          await unpauseContainer(record.container);
         } catch (error) {
           if (!/not paused/i.test(dockerMessage(error))) throw error;
         }
@@ -301,8 +301,7 @@ export class SandboxRegistry {
     if (entry.timer) clearTimeout(entry.timer);
     entry.timer = undefined;
     try {
-      await execStartsSettled(entry.record.container);
-      await entry.record.container.pause();
+      await pauseContainer(entry.record.container);
     } catch (error) {
       if (!/already paused/i.test(dockerMessage(error))) throw error;
     }

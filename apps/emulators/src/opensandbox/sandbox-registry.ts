@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
-import { dockerMessage, dockerStatus, execStartsSettled } from '../docker/exec.js';
+import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { notFound, OpenSandboxHttpError } from './errors.js';
 import { CommandTable } from './execd-commands.js';
 import {
@@ -172,12 +172,13 @@ export class SandboxRegistry {
       'Running',
       () => container.start(),
       async () => {
-        // An entrypoint that ends at once leaves no sandbox to run anything in.
-        const { State } = await container.inspect();
-        if (!State.Running)
-          throw new Error(
-            `the entrypoint exited with code ${State.ExitCode}${State.Error ? `: ${State.Error}` : ''}`,
-          );
+        // An entrypoint that ends at once leaves no sandbox to run anything in. Looked at twice: one
+        // that ends a moment after starting (a busy machine) is caught by the second look.
+        for (const delayMs of [0, 300]) {
+          if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+          const { State } = await container.inspect();
+          if (!State.Running) throw new Error(entrypointEnded(State));
+        }
       },
     );
     return entry.record;
@@ -194,8 +195,7 @@ export class SandboxRegistry {
       // Commands are refused from now on (execd serves a Running sandbox only); the ones starting finish
       // their start first, or the freeze would catch them half-way.
       void this.transition(entry, 'Pausing', 'Paused', async () => {
-        await execStartsSettled(record.container);
-        await record.container.pause();
+        await pauseContainer(record.container);
       });
     });
   }
@@ -209,7 +209,7 @@ export class SandboxRegistry {
       if (record.state !== 'Paused') throw conflict(record, 'resumed');
       void this.transition(entry, 'Resuming', 'Running', async () => {
         try {
-          await record.container.unpause();
+          await unpauseContainer(record.container);
         } catch (error) {
           if (dockerStatus(error) !== 500 || !/not paused/i.test(dockerMessage(error))) throw error;
         }
@@ -373,4 +373,9 @@ function conflict(record: SandboxRecord, verb: string): OpenSandboxHttpError {
     'INVALID_STATE',
     `Sandbox ${record.id} cannot be ${verb} in state ${record.state}`,
   );
+}
+
+/** Why a sandbox whose container stopped by itself failed. */
+function entrypointEnded(state: { ExitCode: number; Error: string }): string {
+  return `the entrypoint exited with code ${state.ExitCode}${state.Error ? `: ${state.Error}` : ''}`;
 }
