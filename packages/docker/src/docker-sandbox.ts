@@ -217,6 +217,8 @@ export class DockerSandbox implements Sandbox {
       kill();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the exec was being created and started fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     const stdin = options.stdin === undefined ? undefined : normalizeInput(options.stdin);
     if (stdin !== undefined) void this.feed(stream, stdin);
     const limit = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT_BYTES;
@@ -274,6 +276,7 @@ export class DockerSandbox implements Sandbox {
     const signal = (name: 'TERM' | 'KILL' | 'INT' | 'HUP') => this.signalGroup(pidFile, name, exited);
     const onAbort = () => void signal('KILL');
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.signal?.aborted) onAbort();
     void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
     return {
       pid: undefined,

@@ -3,6 +3,9 @@ import { throwIfAborted, WsError } from '../contracts/errors.js';
 import { type GatewayChannel, GatewayClient } from './client.js';
 import { GATEWAY_PROTOCOL_VERSION } from './protocol.js';
 
+/** How long a gateway whose request failed has to answer its health check before it counts as down. */
+const DIAGNOSE_HEALTH_MS = 5_000;
+
 /** A running gateway process, as its backend started it. */
 export interface LaunchedGateway {
   readonly channel: GatewayChannel;
@@ -157,7 +160,9 @@ export class GatewayLink {
    */
   async diagnose(cause: unknown, mayHaveRun: boolean): Promise<WsError> {
     const current = this.current;
-    const alive = current ? (await current.client.health(1_000))?.nonce !== undefined : false;
+    // A live gateway behind a backed-up channel (a large body still draining, a busy machine) can
+    // take a few seconds to answer; declaring it dead restarts it and fails what it holds.
+    const alive = current ? (await current.client.health(DIAGNOSE_HEALTH_MS))?.nonce !== undefined : false;
     const outcome = mayHaveRun
       ? ' The request had reached it and may have taken effect; it was not sent again.'
       : ' Nothing of the request reached it.';
