@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { requireEngine } from '../../packages/contract-tests/src/engines.js';
 // @ts-expect-error: a plain ES module shared with the consumer smoke test.
 import { allExamples } from '../../scripts/readme-examples.mjs';
 
@@ -56,7 +57,10 @@ async function dockerImageReady(): Promise<string | undefined> {
     await run('docker', ['image', 'inspect', 'ws-workspace:bookworm'], { timeout: 20_000 });
     return undefined;
   } catch (error) {
-    return `no Docker engine with the image ws-workspace:bookworm (${(error as Error).message.split('\n')[0]})`;
+    return requireEngine(
+      'docker',
+      `no Docker engine with the image ws-workspace:bookworm (${(error as Error).message.split('\n')[0]})`,
+    );
   }
 }
 

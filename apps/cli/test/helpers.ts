@@ -5,6 +5,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { requireEngine } from '@ws/contract-tests';
 import { expect } from 'vitest';
 
 /** The built command; the tests run what users run. */
@@ -31,13 +32,13 @@ export function runWs(args: readonly string[], env: NodeJS.ProcessEnv = {}): Run
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
-/** Why Docker tests cannot run here, or undefined when they can. */
+/** Why Docker tests cannot run here, or undefined when they can; under `CI=true` it throws instead. */
 export function dockerUnavailable(): string | undefined {
   try {
     execFileSync('docker', ['info'], { stdio: 'ignore', timeout: 20_000 });
     return undefined;
   } catch (error) {
-    return `docker info failed: ${(error as Error).message.split('\n')[0]}`;
+    return requireEngine('docker', `docker info failed: ${(error as Error).message.split('\n')[0]}`);
   }
 }
 

@@ -4,6 +4,7 @@ import { mkdir, mkdtemp, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bubblewrapProblem } from '@ws/bwrap';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem, removeOwnedContainers } from '@ws/docker';
 import { killOwnedSandboxes } from '@ws/e2b';
@@ -123,7 +124,7 @@ describe('ws ls / ws gc --backend local', () => {
   });
 });
 
-const noBwrap = bubblewrapProblem();
+const noBwrap = requireEngine('bubblewrap', bubblewrapProblem());
 if (noBwrap) console.log(`skipping ws ls / ws gc --backend bwrap: ${noBwrap}`);
 
 describe.skipIf(noBwrap !== undefined)('ws ls / ws gc --backend bwrap', () => {
@@ -242,8 +243,11 @@ describe.skipIf(noDocker !== undefined)('ws ls / ws gc --backend docker', () => 
 // Docker containers of the workspace image).
 const e2bProblem = noDocker
   ? `the E2B emulator needs Docker: ${noDocker}`
-  : ((await dockerProblem(DEFAULT_DOCKER_IMAGE)) ??
-    (existsSync(EMULATOR_BIN) ? undefined : `${EMULATOR_BIN} is missing: build @ws/emulators first`));
+  : (requireEngine('docker', await dockerProblem(DEFAULT_DOCKER_IMAGE)) ??
+    requireEngine(
+      'build',
+      existsSync(EMULATOR_BIN) ? undefined : `${EMULATOR_BIN} is missing: build @ws/emulators first`,
+    ));
 if (e2bProblem) console.log(`skipping ws ls / ws gc --backend e2b: ${e2bProblem}`);
 
 describe.skipIf(e2bProblem !== undefined)('ws ls / ws gc --backend e2b (emulated)', () => {

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId, type ToolResult } from '@ws/core';
 import { CONTAINER_WORKDIR, DEFAULT_DOCKER_IMAGE, dockerProblem, removeOwnedContainers } from '@ws/docker';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,7 +11,7 @@ import { scriptedAiSdkModel } from '../src/ai-sdk.mjs';
 import { runAiSdkDockerExample } from '../src/ai-sdk-docker.mjs';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[ai-sdk docker example] skipped: ${problem}`);
 const base = mkdtempSync(join(tmpdir(), 'ws-example-ai-sdk-docker-'));
 // Every container of this file carries this owner label, so whatever a failed case left is removed.

@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { loadModelMessages } from '@ws/ai-sdk';
+import { requireEngine } from '@ws/contract-tests';
 import type { ToolResult } from '@ws/core';
 import { LocalWorkspace } from '@ws/local';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -109,10 +110,11 @@ describe('the AI SDK example (scripted MockLanguageModelV3, LocalWorkspace)', ()
   );
 
   // The built packages, as `node apps/examples/src/ai-sdk.mjs` runs them after `npm run setup`.
-  const built = existsSync(join(here, '../../../packages/ai-sdk/dist/index.js'));
-  if (!built)
-    console.warn('[ai-sdk example] script run skipped: packages/ai-sdk is not built (npm run setup)');
-  it.skipIf(!built)('runs as a script, prints the steps and exits by itself', async () => {
+  const unbuilt = existsSync(join(here, '../../../packages/ai-sdk/dist/index.js'))
+    ? undefined
+    : requireEngine('build', 'packages/ai-sdk is not built (npm run setup)');
+  if (unbuilt) console.warn(`[ai-sdk example] script run skipped: ${unbuilt}`);
+  it.skipIf(unbuilt !== undefined)('runs as a script, prints the steps and exits by itself', async () => {
     const env = { ...process.env };
     delete env.AI_GATEWAY_API_KEY;
     delete env.OPENAI_API_KEY;

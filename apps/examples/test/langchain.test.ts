@@ -5,6 +5,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import { AIMessage, type BaseMessage, ToolMessage } from '@langchain/core/messages';
 import { fakeModel } from '@langchain/core/testing';
 import { Command, MemorySaver } from '@langchain/langgraph';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId, type Workspace } from '@ws/core';
 import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '@ws/docker';
 import { langChainTools, loadMessages } from '@ws/langchain';
@@ -30,7 +31,7 @@ interface LangChainExample {
 const examplePath = '../src/langchain.mjs';
 const example = (await import(examplePath)) as LangChainExample;
 
-const dockerSkip = await dockerProblem(DEFAULT_DOCKER_IMAGE);
+const dockerSkip = requireEngine('docker', await dockerProblem(DEFAULT_DOCKER_IMAGE));
 if (dockerSkip) console.log(`LangChain example on Docker skipped: ${dockerSkip}`);
 
 const base = mkdtempSync(join(tmpdir(), 'ws-example-langchain-'));

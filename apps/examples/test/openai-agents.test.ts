@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setTracingDisabled } from '@openai/agents';
+import { requireEngine } from '@ws/contract-tests';
 import type { Workspace } from '@ws/core';
 import { generateId } from '@ws/core';
 import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '@ws/docker';
@@ -20,7 +21,7 @@ const base = mkdtempSync(join(tmpdir(), 'ws-examples-openai-agents-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
-const dockerSkip = await dockerProblem(image);
+const dockerSkip = requireEngine('docker', await dockerProblem(image));
 if (dockerSkip) console.log(`skipping the Docker run of the OpenAI Agents example: ${dockerSkip}`);
 
 /** One step of the example's run, as it reports them. */
@@ -116,8 +117,9 @@ describe('the OpenAI Agents SDK example', () => {
   const built = ['openai-agents', 'local', 'core'].map((name) =>
     join(here, '..', '..', '..', 'packages', name, 'dist', 'index.js'),
   );
-  const buildSkip = built.find((file) => !existsSync(file));
-  if (buildSkip) console.log(`skipping the run of openai-agents.mjs as a script: ${buildSkip} is not built`);
+  const unbuilt = built.find((file) => !existsSync(file));
+  const buildSkip = requireEngine('build', unbuilt && `${unbuilt} is not built`);
+  if (buildSkip) console.log(`skipping the run of openai-agents.mjs as a script: ${buildSkip}`);
   it.skipIf(buildSkip !== undefined)('runs as a script, prints its steps and exits by itself', async () => {
     const env = { ...process.env };
     delete env.OPENAI_API_KEY;

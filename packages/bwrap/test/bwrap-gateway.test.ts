@@ -1,11 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireEngine } from '@ws/contract-tests';
 import { isWsError } from '@ws/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BubblewrapWorkspace, bubblewrapProblem } from '../src/index.js';
 
-const problem = bubblewrapProblem();
+const problem = requireEngine('bubblewrap', bubblewrapProblem());
 if (problem) console.warn(`[bwrap-gateway] skipped: ${problem}`);
 const base = mkdtempSync(join(tmpdir(), 'ws-bwrap-gw-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));

@@ -12,11 +12,12 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireEngine } from '@ws/contract-tests';
 import { type GcReport, isWsError, WorkspaceManager } from '@ws/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BubblewrapWorkspace, bubblewrapProblem, bubblewrapWorkspaces, gcBwrap } from '../src/index.js';
 
-const problem = bubblewrapProblem();
+const problem = requireEngine('bubblewrap', bubblewrapProblem());
 if (problem) console.warn(`[bwrap-gc] skipped: ${problem}`);
 const base = mkdtempSync(join(tmpdir(), 'ws-bwrap-gc-'));
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');

@@ -2,11 +2,12 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireEngine } from '@ws/contract-tests';
 import { isWsError } from '@ws/core';
 import { afterAll, describe, expect, it } from 'vitest';
 import { BubblewrapWorkspace, BwrapSandbox, bubblewrapProblem } from '../src/index.js';
 
-const problem = bubblewrapProblem();
+const problem = requireEngine('bubblewrap', bubblewrapProblem());
 if (problem) console.warn(`[bwrap-sandbox] skipped: ${problem}`);
 if (problem) console.warn(`[bwrap] skipped: ${problem}`);
 const base = mkdtempSync(join(tmpdir(), 'ws-bwrap-test-'));

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError, WorkspaceManager } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import {
 } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[docker-factory] skipped: ${problem}`);
 const base = mkdtempSync(join(tmpdir(), 'ws-docker-factory-'));
 // Every container of this file carries this owner tag: cleanup touches nothing else.

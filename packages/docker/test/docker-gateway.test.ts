@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,8 +15,8 @@ import {
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const bare = `${image}-bare`;
-const problem = await dockerProblem(image);
-const bareProblem = problem ?? (await dockerProblem(bare));
+const problem = requireEngine('docker', await dockerProblem(image));
+const bareProblem = problem ?? requireEngine('docker', await dockerProblem(bare));
 if (problem) console.warn(`[docker-gateway] skipped: ${problem}`);
 else if (bareProblem) console.warn(`[docker-gateway] cases on ${bare} skipped: ${bareProblem}`);
 const docker = new Docker();

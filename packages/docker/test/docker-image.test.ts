@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import {
 } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[docker-image] skipped: ${problem}`);
 const docker = new Docker();
 const owner = `ws-test-${generateId().slice(0, 8)}`;
@@ -35,8 +36,11 @@ const onPath = (command: string) =>
   });
 const buildProblem =
   problem ??
-  (process.getuid?.() !== 0 ? 'not root (debootstrap needs root)' : undefined) ??
-  (onPath('debootstrap') ? undefined : 'debootstrap is missing');
+  requireEngine(
+    'docker',
+    (process.getuid?.() !== 0 ? 'not root (debootstrap needs root)' : undefined) ??
+      (onPath('debootstrap') ? undefined : 'debootstrap is missing'),
+  );
 if (buildProblem) console.warn(`[docker-image build] skipped: ${buildProblem}`);
 
 afterAll(async () => {

@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,7 +16,7 @@ import {
 } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
-const problem = await dockerProblem(image);
+const problem = requireEngine('docker', await dockerProblem(image));
 if (problem) console.warn(`[docker-lifecycle] skipped: ${problem}`);
 if (problem) console.warn(`[docker] skipped: ${problem}`);
 const docker = new Docker();

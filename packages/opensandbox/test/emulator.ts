@@ -1,17 +1,21 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { requireEngine } from '@ws/contract-tests';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { EMULATOR_BIN, type EmulatorProcess, launchEmulator } from '@ws/emulators';
 
 /** The image the emulated sandboxes run: the one of @ws/docker (node, ripgrep and tar inside). */
 export const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 
-/** Why the emulated suites cannot run here (no engine, image or built emulator), or undefined. */
+/**
+ * Why the emulated suites cannot run here (no engine, image or built emulator), or undefined; under
+ * `CI=true` a missing engine throws instead (see `requireEngine`).
+ */
 export async function emulatorProblem(): Promise<string | undefined> {
   const problem = await dockerProblem(image);
-  if (problem) return `the OpenSandbox emulator needs Docker: ${problem}`;
+  if (problem) return requireEngine('docker', `the OpenSandbox emulator needs Docker: ${problem}`);
   if (!existsSync(EMULATOR_BIN))
-    return `${EMULATOR_BIN} is missing: build @ws/emulators first (npm test does)`;
+    return requireEngine('build', `${EMULATOR_BIN} is missing: build @ws/emulators first (npm test does)`);
   return undefined;
 }
 

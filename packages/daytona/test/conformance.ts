@@ -1,0 +1,97 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Daytona } from '@daytonaio/sdk';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { generateId } from '@ws/core';
+import { afterAll } from 'vitest';
+import { type DaytonaConnection, DaytonaWorkspace, deleteOwnedSandboxes, LABELS } from '../src/index.js';
+import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+
+// The built package, for the cases that open a workspace in another process (npm test builds it).
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+// What a workspace left running: a stopped sandbox holds its files and runs nothing, as a closed
+// persistent workspace's folder does.
+const leftoversOn =
+  (reach: DaytonaConnection | undefined) =>
+  async (workspaceId: string): Promise<string[]> => {
+    const daytona = new Daytona({ ...reach });
+    try {
+      const left: string[] = [];
+      for await (const sandbox of daytona.list({ labels: { [LABELS.id]: workspaceId } }))
+        if (sandbox.state !== 'stopped' && sandbox.state !== 'archived')
+          left.push(`sandbox ${sandbox.id} (${sandbox.state})`);
+      return left;
+    } finally {
+      await daytona[Symbol.asyncDispose]();
+    }
+  };
+
+// Output through Daytona crosses the log WebSocket as text (the gateway's channel adds base64), and
+// the SDK's demultiplexer copies each message into an array of numbers: about 4 MB/s here. The
+// huge-output cases print 256 MiB (about a minute) rather than 1 GiB; host memory stays flat whatever
+// the size (measured: +46 MB on the first 16 MiB as the heap grows, then under +20 MB up to 256 MiB).
+const largeOutputBytes = 256 * 1024 * 1024;
+// Files cross the toolbox's upload and download at a few MB/s here: the large-file cases move 16 MiB
+// files (64 MiB took 90 s a case, and the interrupted-write cases, seven transfers each, ran past
+// their two minutes); 16 MiB still take seconds to write, so the interrupted writes are interrupted.
+const largeFileBytes = 16 * 1024 * 1024;
+
+/**
+ * Registers the conformance suite (one part of it with `shard`) in the calling test file: through
+ * the unmodified @daytonaio/sdk against the emulator, each sandbox a container, and against Daytona
+ * itself when a key is given. The file gets its own emulator and owner tag, both removed after it.
+ */
+export async function registerDaytonaConformance(shard?: ConformanceTarget['shard']): Promise<void> {
+  const problem = await emulatorProblem();
+  // Every sandbox of the file carries this owner tag, so the file can remove what it left.
+  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const emulated = problem ? undefined : await connection();
+  if (problem) console.warn(`[daytona] skipped: ${problem}`);
+
+  afterAll(async () => {
+    if (emulated) await deleteOwnedSandboxes(owner, emulated).catch(() => []);
+    await stopEmulator();
+  }, 120_000);
+
+  await registerConformanceSuite({
+    name: 'daytona (emulator)',
+    shard,
+    largeOutputBytes,
+    largeFileBytes,
+    skipReason: () => problem,
+    leftovers: leftoversOn(emulated),
+    process: {
+      module: built,
+      exportName: 'DaytonaWorkspace',
+      options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
+    },
+    create: (options) => new DaytonaWorkspace({ ...options, ...emulated, owner }),
+  });
+
+  // The same suite against Daytona itself, when a key is given (DAYTONA_API_KEY, and DAYTONA_API_URL
+  // for another deployment). Sandboxes are billed while the run lasts; afterAll deletes them.
+  const realKey = process.env.DAYTONA_REAL_API_KEY ?? process.env.DAYTONA_API_KEY;
+  const real = realKey ? { apiKey: realKey, apiUrl: process.env.DAYTONA_API_URL } : undefined;
+  await registerConformanceSuite({
+    name: 'daytona (Daytona service)',
+    shard,
+    largeOutputBytes,
+    largeFileBytes,
+    skipReason: () =>
+      realKey
+        ? undefined
+        : 'no DAYTONA_API_KEY: set it to run the suite against Daytona itself (sandboxes are billed)',
+    leftovers: leftoversOn(real),
+    process: {
+      module: built,
+      exportName: 'DaytonaWorkspace',
+      options: ({ workspaceId }) => ({ ...real, owner, workspaceId }),
+    },
+    create: (options) => new DaytonaWorkspace({ ...options, ...real, owner }),
+  });
+
+  afterAll(async () => {
+    if (real) await deleteOwnedSandboxes(owner, real).catch(() => []);
+  }, 120_000);
+}

@@ -1,0 +1,91 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { generateId } from '@ws/core';
+import { Sandbox } from 'e2b';
+import { afterAll } from 'vitest';
+import { E2BWorkspace, killOwnedSandboxes, METADATA } from '../src/index.js';
+import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+
+// The built package, for the cases that open a workspace in another process (npm test builds it).
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+// What a workspace left running: a paused sandbox holds its files and runs nothing, as a closed
+// persistent workspace's folder does.
+const leftoversOn =
+  (connection: { apiKey?: string; apiUrl?: string; sandboxUrl?: string } | undefined) =>
+  async (workspaceId: string): Promise<string[]> => {
+    const running = await Sandbox.list({
+      ...connection,
+      query: { metadata: { [METADATA.id]: workspaceId }, state: ['running'] },
+    }).nextItems();
+    return running.map((info) => `sandbox ${info.sandboxId} (running)`);
+  };
+
+// Output and files through E2B cross the SDK's JSON stream as base64 (the gateway's channel adds its
+// own), each byte through three Node processes (this one, the emulator's, the gateway's): about
+// 9 MB/s here, and as much CPU time as the transfer takes. The huge-output cases print 256 MiB
+// (16 rotations of the gateway's output stream, memory checked throughout) and the large-file cases
+// move 16 MiB files, which still take a second and more to write, so the interrupted-write cases
+// interrupt them. Host memory grows by about 125 MB with the first large stream (the heap taking
+// its working size) and then stays.
+const largeOutputBytes = 256 * 1024 * 1024;
+const largeFileBytes = 16 * 1024 * 1024;
+
+/**
+ * Registers the conformance suite (one part of it with `shard`) in the calling test file: through
+ * the unmodified e2b SDK against the emulator, each sandbox a container, and against E2B itself
+ * when a key is given. The file gets its own emulator and owner tag, both removed after it.
+ */
+export async function registerE2BConformance(shard?: ConformanceTarget['shard']): Promise<void> {
+  const problem = await emulatorProblem();
+  // Every sandbox of the file carries this owner tag, so the file can remove what it left.
+  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const emulated = problem ? undefined : await connection();
+  if (problem) console.warn(`[e2b] skipped: ${problem}`);
+
+  afterAll(async () => {
+    if (emulated) await killOwnedSandboxes(owner, emulated).catch(() => []);
+    await stopEmulator();
+  }, 120_000);
+
+  await registerConformanceSuite({
+    name: 'e2b (emulator)',
+    shard,
+    largeOutputBytes,
+    largeFileBytes,
+    skipReason: () => problem,
+    leftovers: leftoversOn(emulated),
+    process: {
+      module: built,
+      exportName: 'E2BWorkspace',
+      options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
+    },
+    create: (options) => new E2BWorkspace({ ...options, ...emulated, owner }),
+  });
+
+  // The same suite against E2B itself, when a key is given (E2B_API_KEY, and E2B_DOMAIN or
+  // E2B_API_URL for another deployment). Sandboxes are billed while the run lasts; afterAll kills them.
+  const realKey = process.env.E2B_REAL_API_KEY ?? process.env.E2B_API_KEY;
+  await registerConformanceSuite({
+    name: 'e2b (E2B service)',
+    shard,
+    largeOutputBytes,
+    largeFileBytes,
+    skipReason: () =>
+      realKey
+        ? undefined
+        : 'no E2B_API_KEY: set it to run the suite against E2B itself (sandboxes are billed)',
+    leftovers: leftoversOn(realKey ? { apiKey: realKey } : undefined),
+    process: {
+      module: built,
+      exportName: 'E2BWorkspace',
+      options: ({ workspaceId }) => ({ apiKey: realKey, owner, workspaceId }),
+    },
+    create: (options) => new E2BWorkspace({ ...options, apiKey: realKey ?? '', owner }),
+  });
+
+  afterAll(async () => {
+    if (realKey) await killOwnedSandboxes(owner, { apiKey: realKey }).catch(() => []);
+  }, 120_000);
+}

@@ -1,0 +1,4 @@
+import { registerE2BConformance } from './conformance.js';
+
+// Part 2 of 2 of the conformance suite on E2B; the parts run side by side.
+await registerE2BConformance({ index: 2, count: 2 });

@@ -1,0 +1,181 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { generateId } from '@ws/core';
+import { afterAll } from 'vitest';
+import { DEFAULT_K8S_IMAGE, K8sWorkspace, LABELS, workspaceSelector } from '../src/index.js';
+import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
+
+// The built package, for the cases that open a workspace in another process (npm test builds it).
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+function coreOf(kubeconfig: string | undefined): CoreV1Api | undefined {
+  if (!kubeconfig) return undefined;
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfig);
+  return config.makeApiClient(CoreV1Api);
+}
+
+// What a workspace left running: its Pod (the PVC holds the files, as a closed persistent
+// workspace's folder does, and goes with destroy()).
+const leftoversOn =
+  (kubeconfig: string | undefined, namespace: string) =>
+  async (workspaceId: string): Promise<string[]> => {
+    const core = coreOf(kubeconfig);
+    if (!core) return [];
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: workspaceSelector(workspaceId) });
+    return pods.items.map((pod) => `pod ${pod.metadata?.name} (${pod.status?.phase})`);
+  };
+
+/** Deletes every Pod and PVC of the owner tag `owner` in `namespace`. */
+async function removeOwned(kubeconfig: string | undefined, namespace: string, owner: string): Promise<void> {
+  const core = coreOf(kubeconfig);
+  if (!core) return;
+  const labelSelector = `${LABELS.owner}=${owner}`;
+  const pods = await core.listNamespacedPod({ namespace, labelSelector });
+  await Promise.all(
+    pods.items.map((pod) =>
+      core
+        .deleteNamespacedPod({ namespace, name: pod.metadata?.name ?? '', gracePeriodSeconds: 0 })
+        .catch(() => {}),
+    ),
+  );
+  const claims = await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector });
+  await Promise.all(
+    claims.items.map((claim) =>
+      core
+        .deleteNamespacedPersistentVolumeClaim({ namespace, name: claim.metadata?.name ?? '' })
+        .catch(() => {}),
+    ),
+  );
+}
+
+// Files cross the exec WebSocket of the API server (the emulator's, then Docker's exec), each byte
+// through three processes: the large-file cases move 16 MiB files, which still take long enough to
+// write that the interrupted-write cases interrupt them (64 MiB took 20 to 30 s a case).
+const largeFileBytes = 16 * 1024 * 1024;
+
+/**
+ * Registers the conformance suite (one part of it with `shard`) in the calling test file, through the
+ * unmodified @kubernetes/client-node against the emulator (each Pod a container, each PVC a named
+ * volume): with the gateway, or with `exec only` every command, file and process over its own exec
+ * WebSocket. With the gateway it also runs against a real cluster when asked for. The file gets its
+ * own emulator and owner tag, both removed after it.
+ */
+export async function registerK8sConformance(
+  variant: 'gateway' | 'exec only',
+  shard?: ConformanceTarget['shard'],
+): Promise<void> {
+  const problem = await emulatorProblem();
+  if (problem) console.warn(`[k8s] skipped: ${problem}`);
+  const emulated = problem ? undefined : await connection();
+  // Every object of the file carries this owner tag, so the file can remove what it left.
+  const owner = `ws-test-${generateId().slice(0, 8)}`;
+
+  afterAll(async () => {
+    await removeOwned(emulated?.kubeconfig, 'default', owner).catch(() => {});
+    await stopEmulator();
+  }, 120_000);
+
+  if (variant === 'gateway') {
+    await registerConformanceSuite({
+      name: 'k8s (emulator)',
+      shard,
+      largeFileBytes,
+      skipReason: () => problem,
+      leftovers: leftoversOn(emulated?.kubeconfig, 'default'),
+      process: {
+        module: built,
+        exportName: 'K8sWorkspace',
+        options: ({ workspaceId }) => ({
+          kubeconfig: emulated?.kubeconfig,
+          namespace: 'default',
+          image,
+          owner,
+          workspaceId,
+        }),
+      },
+      create: (options) =>
+        new K8sWorkspace({
+          ...options,
+          kubeconfig: emulated?.kubeconfig,
+          namespace: 'default',
+          image,
+          owner,
+        }),
+    });
+  } else {
+    // The same suite with no gateway: every command, file and process over its own exec WebSocket
+    // (and core's POSIX fallbacks over exec), as on an image without node.
+    await registerConformanceSuite({
+      name: 'k8s (emulator, exec only)',
+      shard,
+      largeFileBytes,
+      skipReason: () => problem,
+      leftovers: leftoversOn(emulated?.kubeconfig, 'default'),
+      process: {
+        module: built,
+        exportName: 'K8sWorkspace',
+        options: ({ workspaceId }) => ({
+          kubeconfig: emulated?.kubeconfig,
+          namespace: 'default',
+          image,
+          owner,
+          workspaceId,
+          gateway: false,
+        }),
+      },
+      create: (options) =>
+        new K8sWorkspace({
+          ...options,
+          kubeconfig: emulated?.kubeconfig,
+          namespace: 'default',
+          image,
+          owner,
+          gateway: false,
+        }),
+    });
+    return;
+  }
+
+  // The same suite against a real cluster, when asked for: WS_K8S_REAL_KUBECONFIG names a kubeconfig
+  // file (a plain KUBECONFIG is not enough, so that no run reaches a cluster by accident),
+  // WS_K8S_REAL_NAMESPACE the namespace (default `ws-test`), WS_K8S_REAL_IMAGE an image with node 18+.
+  const realKubeconfig = process.env.WS_K8S_REAL_KUBECONFIG;
+  const realNamespace = process.env.WS_K8S_REAL_NAMESPACE ?? 'ws-test';
+  const realImage = process.env.WS_K8S_REAL_IMAGE ?? DEFAULT_K8S_IMAGE;
+  await registerConformanceSuite({
+    name: 'k8s (real cluster)',
+    shard,
+    caseTimeoutMs: 180_000,
+    skipReason: () =>
+      realKubeconfig
+        ? undefined
+        : 'no WS_K8S_REAL_KUBECONFIG: set it to a kubeconfig file to run the suite against that cluster (Pods and PVCs are created in WS_K8S_REAL_NAMESPACE, default ws-test)',
+    leftovers: leftoversOn(realKubeconfig, realNamespace),
+    process: {
+      module: built,
+      exportName: 'K8sWorkspace',
+      options: ({ workspaceId }) => ({
+        kubeconfig: realKubeconfig,
+        namespace: realNamespace,
+        image: realImage,
+        owner,
+        workspaceId,
+      }),
+    },
+    create: (options) =>
+      new K8sWorkspace({
+        ...options,
+        kubeconfig: realKubeconfig ?? '',
+        namespace: realNamespace,
+        image: realImage,
+        owner,
+      }),
+  });
+
+  afterAll(async () => {
+    if (realKubeconfig) await removeOwned(realKubeconfig, realNamespace, owner).catch(() => {});
+  }, 120_000);
+}

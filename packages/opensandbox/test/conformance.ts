@@ -1,0 +1,105 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConnectionConfig, SandboxManager } from '@alibaba-group/opensandbox';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { generateId } from '@ws/core';
+import { afterAll } from 'vitest';
+import { killOwnedSandboxes, METADATA, OpenSandboxWorkspace } from '../src/index.js';
+import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+
+// The built package, for the cases that open a workspace in another process (npm test builds it).
+const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+// What a workspace left running: a paused sandbox holds its files and runs nothing, as a closed
+// persistent workspace's folder does.
+const leftoversOn =
+  (options: { apiKey?: string | undefined; domain?: string | undefined } | undefined) =>
+  async (workspaceId: string): Promise<string[]> => {
+    const manager = SandboxManager.create({ connectionConfig: new ConnectionConfig(options ?? {}) });
+    try {
+      const listed = await manager.listSandboxInfos({
+        metadata: { [METADATA.id]: workspaceId },
+        states: ['Running', 'Pending', 'Resuming'],
+      });
+      return listed.items
+        .filter((info) => info.metadata?.[METADATA.id] === workspaceId)
+        .map((info) => `sandbox ${info.id} (${info.status.state})`);
+    } finally {
+      await manager.close();
+    }
+  };
+
+// Output through execd crosses its event stream as JSON text, and the gateway's channel adds base64:
+// the huge-output cases print 256 MiB, memory checked throughout. Files take the same road, each byte
+// through three Node processes: the large-file cases move 16 MiB files, which still take long
+// enough to write that the interrupted-write cases interrupt them.
+const largeOutputBytes = 256 * 1024 * 1024;
+const largeFileBytes = 16 * 1024 * 1024;
+
+/**
+ * Registers the conformance suite (one part of it with `shard`) in the calling test file: through
+ * the unmodified OpenSandbox SDK against the emulator, each sandbox a container, and against an
+ * OpenSandbox server when one is given. The file gets its own emulator and owner tag, both removed
+ * after it.
+ */
+export async function registerOpenSandboxConformance(shard?: ConformanceTarget['shard']): Promise<void> {
+  const problem = await emulatorProblem();
+  // Every sandbox of the file carries this owner tag, so the file can remove what it left.
+  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const emulated = problem ? undefined : await connection();
+  if (problem) console.warn(`[opensandbox] skipped: ${problem}`);
+
+  afterAll(async () => {
+    if (emulated) await killOwnedSandboxes(owner, emulated).catch(() => []);
+    await stopEmulator();
+  }, 120_000);
+
+  await registerConformanceSuite({
+    name: 'opensandbox (emulator)',
+    shard,
+    largeOutputBytes,
+    largeFileBytes,
+    skipReason: () => problem,
+    leftovers: leftoversOn(emulated),
+    process: {
+      module: built,
+      exportName: 'OpenSandboxWorkspace',
+      options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
+    },
+    create: (options) => new OpenSandboxWorkspace({ ...options, ...emulated, owner }),
+  });
+
+  // The same suite against an OpenSandbox server, when one is given (OPEN_SANDBOX_DOMAIN and
+  // OPEN_SANDBOX_API_KEY; OPEN_SANDBOX_IMAGE for an image with node, else AgentScope's default).
+  const realDomain = process.env.OPEN_SANDBOX_DOMAIN;
+  const realKey = process.env.OPEN_SANDBOX_API_KEY;
+  const real = realDomain && realKey ? { domain: realDomain, apiKey: realKey } : undefined;
+  const realImage = process.env.OPEN_SANDBOX_IMAGE;
+  await registerConformanceSuite({
+    name: 'opensandbox (OpenSandbox server)',
+    shard,
+    largeOutputBytes,
+    largeFileBytes,
+    skipReason: () =>
+      real
+        ? undefined
+        : 'no OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY: set both to run the suite against an OpenSandbox server',
+    leftovers: leftoversOn(real),
+    process: {
+      module: built,
+      exportName: 'OpenSandboxWorkspace',
+      options: ({ workspaceId }) => ({
+        ...real,
+        ...(realImage ? { image: realImage } : {}),
+        owner,
+        workspaceId,
+      }),
+    },
+    create: (options) =>
+      new OpenSandboxWorkspace({ ...options, ...real, ...(realImage ? { image: realImage } : {}), owner }),
+  });
+
+  afterAll(async () => {
+    if (real) await killOwnedSandboxes(owner, real).catch(() => []);
+  }, 120_000);
+}
