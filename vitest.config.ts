@@ -1,6 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 // One run over every package that has a test/ folder, so `npm test` ends with one pass/fail count.
 // Packages resolve each other to their TypeScript sources (the "@ws/source" export condition), so
@@ -20,12 +21,40 @@ const projects = [...packageDirs, 'docs']
     },
   }));
 
+/**
+ * The longest files first, across projects (vitest's own order takes one project after another),
+ * so the run does not end waiting on one long file started last. Durations come from vitest's
+ * cache of earlier runs; without one (a fresh clone, CI) the conformance files go first, as they
+ * are the longest by far, then the rest by size as vitest does.
+ */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const cache = this.ctx.cache;
+    const key = (file: TestSpecification) =>
+      `${file.project.name}:${file.moduleId.slice(this.ctx.config.root.length + 1)}`;
+    const known = files.every((file) => cache.getFileTestResults(key(file)) !== undefined);
+    const weight = (file: TestSpecification): number => {
+      if (known) return cache.getFileTestResults(key(file))?.duration ?? 0;
+      const conformance = /\/test\/contract[^/]*\.test\.ts$/.test(file.moduleId) ? 1e12 : 0;
+      return conformance + (cache.getFileStats(key(file))?.size ?? 0);
+    };
+    return [...files].sort((a, b) => weight(b) - weight(a));
+  }
+}
+
 export default defineConfig({
   resolve: { conditions: ['@ws/source'] },
   ssr: { resolve: { conditions: ['@ws/source'] } },
   test: {
     projects,
-    reporters: ['verbose'],
+    reporters: process.env.WS_TEST_TIMINGS
+      ? ['verbose', ['./scripts/test-timings.mjs', { outputFile: process.env.WS_TEST_TIMINGS }]]
+      : ['verbose'],
+    // Test files wait on Docker, the emulators and timers part of the time, so a few run at once;
+    // on a 2-core machine the suites are CPU-bound beyond three, and more only adds contention.
+    // Each runs in its own process. VITEST_MAX_WORKERS overrides it.
+    maxWorkers: 3,
+    sequence: { sequencer: LongestFirst },
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

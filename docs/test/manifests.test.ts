@@ -89,7 +89,7 @@ describe('published manifests', () => {
     expect(steps.at(-1)).toBe('changeset publish');
     for (const required of [
       'turbo run build',
-      'turbo run typecheck',
+      'npm run typecheck',
       'npm test',
       'node scripts/check-packages.mjs',
     ])
