@@ -50,10 +50,10 @@ export default defineConfig({
     reporters: process.env.WS_TEST_TIMINGS
       ? ['verbose', ['./scripts/test-timings.mjs', { outputFile: process.env.WS_TEST_TIMINGS }]]
       : ['verbose'],
-    // Test files wait on Docker, the emulators and timers part of the time, so a few run at once;
-    // on a 2-core machine the suites are CPU-bound beyond three, and more only adds contention.
-    // Each runs in its own process. VITEST_MAX_WORKERS overrides it.
-    maxWorkers: 3,
+    // Two test files at once: on a 2-core machine the suites are CPU-bound, and more workers only
+    // add contention (timing-sensitive cases then fail). Each runs in its own process.
+    // VITEST_MAX_WORKERS overrides it.
+    maxWorkers: 2,
     sequence: { sequencer: LongestFirst },
     testTimeout: 60_000,
     hookTimeout: 120_000,

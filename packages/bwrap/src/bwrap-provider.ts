@@ -34,6 +34,7 @@ import {
   environmentArguments,
   mountArguments,
   SANDBOX_WORKDIR,
+  systemMounts,
 } from './bwrap-sandbox.js';
 
 /** Options of {@link BwrapProvider}. */
@@ -76,9 +77,10 @@ export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
       '--unshare-all',
       '--cap-drop',
       'ALL',
-      '--ro-bind',
-      '/',
-      '/',
+      // The system folders only, as a sandbox has them: binding all of / also binds every mount
+      // under it, and on a host whose mounts come and go (a Docker engine's containers) that bind
+      // can fail for a mount that vanished under it.
+      ...systemMounts(),
       '--proc',
       '/proc',
       '--dev',

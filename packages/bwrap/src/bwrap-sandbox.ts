@@ -54,6 +54,18 @@ const ETC_FILES = [
 ];
 const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+/** The host's programs and libraries, read-only (links such as a merged /usr's /bin kept as links). */
+export function systemMounts(): string[] {
+  const args: string[] = [];
+  for (const path of SYSTEM_PATHS) {
+    if (!existsSync(path)) continue;
+    const info = lstatSync(path);
+    if (info.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path);
+    else if (info.isDirectory()) args.push('--ro-bind', path, path);
+  }
+  return args;
+}
+
 /** The bwrap arguments that set up the mounts (everything before `--chdir`). */
 export function mountArguments(mounts: BwrapMounts, extra: readonly string[] = []): string[] {
   // No capabilities inside, even when the host runs as root: bwrap keeps a root caller's by default,
@@ -63,12 +75,7 @@ export function mountArguments(mounts: BwrapMounts, extra: readonly string[] = [
   // Root without capabilities may still write /proc/sys (the files are root's, mode 0644), and
   // kernel.core_pattern there runs a program on the host: the sysctls are bound read-only.
   args.push('--proc', '/proc', '--ro-bind', '/proc/sys', '/proc/sys', '--dev', '/dev');
-  for (const path of SYSTEM_PATHS) {
-    if (!existsSync(path)) continue;
-    const info = lstatSync(path);
-    if (info.isSymbolicLink()) args.push('--symlink', readlinkSync(path), path);
-    else if (info.isDirectory()) args.push('--ro-bind', path, path);
-  }
+  args.push(...systemMounts());
   for (const name of ETC_FILES) args.push('--ro-bind-try', `/etc/${name}`, `/etc/${name}`);
   for (const path of mounts.readOnlyPaths) args.push('--ro-bind', path, path);
   args.push(
