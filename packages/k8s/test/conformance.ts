@@ -78,66 +78,30 @@ export async function registerK8sConformance(
     await stopEmulator();
   }, 120_000);
 
-  if (variant === 'gateway') {
-    await registerConformanceSuite({
-      name: 'k8s (emulator)',
-      shard,
-      largeFileBytes,
-      skipReason: () => problem,
-      leftovers: leftoversOn(emulated?.kubeconfig, 'default'),
-      process: {
-        module: built,
-        exportName: 'K8sWorkspace',
-        options: ({ workspaceId }) => ({
-          kubeconfig: emulated?.kubeconfig,
-          namespace: 'default',
-          image,
-          owner,
-          workspaceId,
-        }),
-      },
-      create: (options) =>
-        new K8sWorkspace({
-          ...options,
-          kubeconfig: emulated?.kubeconfig,
-          namespace: 'default',
-          image,
-          owner,
-        }),
-    });
-  } else {
-    // The same suite with no gateway: every command, file and process over its own exec WebSocket
-    // (and core's POSIX fallbacks over exec), as on an image without node.
-    await registerConformanceSuite({
-      name: 'k8s (emulator, exec only)',
-      shard,
-      largeFileBytes,
-      skipReason: () => problem,
-      leftovers: leftoversOn(emulated?.kubeconfig, 'default'),
-      process: {
-        module: built,
-        exportName: 'K8sWorkspace',
-        options: ({ workspaceId }) => ({
-          kubeconfig: emulated?.kubeconfig,
-          namespace: 'default',
-          image,
-          owner,
-          workspaceId,
-          gateway: false,
-        }),
-      },
-      create: (options) =>
-        new K8sWorkspace({
-          ...options,
-          kubeconfig: emulated?.kubeconfig,
-          namespace: 'default',
-          image,
-          owner,
-          gateway: false,
-        }),
-    });
-    return;
-  }
+  // The exec-only variant runs the same suite with no gateway: every command, file and process over
+  // its own exec WebSocket (and core's POSIX fallbacks over exec), as on an image without node.
+  const bare = variant !== 'gateway';
+  const emulatedOptions = () => ({
+    kubeconfig: emulated?.kubeconfig,
+    namespace: 'default',
+    image,
+    owner,
+    ...(bare ? { gateway: false } : {}),
+  });
+  await registerConformanceSuite({
+    name: bare ? 'k8s (emulator, exec only)' : 'k8s (emulator)',
+    shard,
+    largeFileBytes,
+    skipReason: () => problem,
+    leftovers: leftoversOn(emulated?.kubeconfig, 'default'),
+    process: {
+      module: built,
+      exportName: 'K8sWorkspace',
+      options: ({ workspaceId }) => ({ ...emulatedOptions(), workspaceId }),
+    },
+    create: (options) => new K8sWorkspace({ ...options, ...emulatedOptions() }),
+  });
+  if (bare) return;
 
   // The same suite against a real cluster, when asked for: WS_K8S_REAL_KUBECONFIG names a kubeconfig
   // file (a plain KUBECONFIG is not enough, so that no run reaches a cluster by accident),
