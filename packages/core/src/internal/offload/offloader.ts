@@ -87,10 +87,11 @@ export class OffloadStore {
   }
 
   /**
-   * Appends `batch` so that every reader sees the file with the whole batch or without it: the batch
-   * is written to a file of its own, then, under a lock directory that orders writers across
+   * Appends `batch` so that every reader sees the file with the whole batch or without it, in one
+   * command: the batch arrives on its standard input into a file of its own (and counts: an input
+   * cut short by a writer that died is dropped), then, under a lock that orders writers across
    * processes, the file is rebuilt as old content + batch and renamed into place. A writer killed at
-   * any point leaves the file as it was (a lock older than a minute is taken as abandoned).
+   * any point leaves the file as it was (a lock directory older than a minute is taken as abandoned).
    */
   private async appendAtomically(
     directory: string,
@@ -101,11 +102,22 @@ export class OffloadStore {
     const sandbox = this.sandbox();
     const tag = `${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const pending = posix.join(directory, `.append-${tag}`);
-    await sandbox.writeFile(pending, batch, options);
+    const bytes = Buffer.from(batch, 'utf8');
     const result = await sandbox.exec(
-      ['sh', '-c', APPEND_SCRIPT, 'sh', path, pending, `${path}.lock`, `${path}.tmp-${tag}`],
+      [
+        'sh',
+        '-c',
+        APPEND_SCRIPT,
+        'sh',
+        path,
+        pending,
+        `${path}.lock`,
+        `${path}.tmp-${tag}`,
+        String(bytes.byteLength),
+      ],
       {
         cwd: '/',
+        stdin: bytes,
         timeoutMs: 120_000,
         ...(options.signal ? { signal: options.signal } : {}),
       },
@@ -116,7 +128,9 @@ export class OffloadStore {
         ? 'timed out'
         : result.exitCode === 75
           ? 'the file stayed locked'
-          : result.stderrText.trim() || `exit ${result.exitCode}`;
+          : result.exitCode === 76
+            ? 'the batch arrived incomplete'
+            : result.stderrText.trim() || `exit ${result.exitCode}`;
       throw new WsError(
         result.exitCode === 75 ? 'CONFLICT' : 'BACKEND_ERROR',
         `Appending to ${path} failed: ${reason}`,
@@ -225,16 +239,23 @@ export function resolveWorkspaceUrl(url: string, workdir: string): string {
   return resolved;
 }
 
-// $1 file, $2 pending batch, $3 lock directory (where flock is missing), $4 temporary file.
-// Exit 75: the lock never came free. With flock, the lock is the kernel's, on the session folder: it
-// is released the moment its holder dies, so a killed writer never leaves a stale lock behind.
-// Without it, a lock directory older than a minute is taken as abandoned.
+// $1 file, $2 pending batch, $3 lock directory (where flock is missing), $4 temporary file, $5 the
+// batch's length in bytes; the batch comes on stdin. Exit 76: the batch arrived shorter or longer
+// (its writer died while sending it); exit 75: the lock never came free. With flock, the lock is the
+// kernel's, on the session folder: it is released the moment its holder dies, so a killed writer
+// never leaves a stale lock behind. Without it, a lock directory older than a minute is taken as
+// abandoned.
 const APPEND_SCRIPT = `
-file=$1 pending=$2 lock=$3 tmp=$4
+file=$1 pending=$2 lock=$3 tmp=$4 length=$5
+trap 'rm -f "$pending" "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP
+mkdir -p -- "$(dirname -- "$file")" || exit 1
+cat > "$pending" || exit 1
+size=$(wc -c < "$pending") || exit 1
+[ $size -eq "$length" ] || exit 76
 if command -v flock >/dev/null 2>&1; then
   exec 9<"$(dirname -- "$file")" || exit 1
   flock -w 60 9 || exit 75
-  trap 'rm -f "$tmp"' EXIT
 else
   tries=0
   until mkdir "$lock" 2>/dev/null; do
@@ -243,10 +264,8 @@ else
     [ "$tries" -gt 2400 ] && exit 75
     sleep 0.025
   done
-  trap 'rm -f "$tmp"; rmdir "$lock" 2>/dev/null' EXIT
+  trap 'rm -f "$pending" "$tmp"; rmdir "$lock" 2>/dev/null' EXIT
 fi
-trap 'exit 1' INT TERM HUP
 if [ -f "$file" ]; then cat "$file" "$pending" > "$tmp"; else cat "$pending" > "$tmp"; fi || exit 1
 mv -f "$tmp" "$file" || exit 1
-rm -f "$pending"
 `;
