@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { isWsError, type WsErrorCode } from '@ws/core';
 import { expect, it } from 'vitest';
 import type { AreaContext } from './target.js';
@@ -39,6 +41,23 @@ export async function expectWsError(action: () => unknown, code: WsErrorCode): P
     throw new Error(`expected a WsError ${code}, got ${String(caught)}`, { cause: caught });
   expect(caught.code, caught.message).toBe(code);
   return caught;
+}
+
+let collectGarbage: (() => void) | undefined;
+
+/**
+ * The bytes this process keeps alive (JavaScript heap and buffers) right after a full garbage
+ * collection: what an implementation holds, without the garbage a stream leaves for the collector
+ * (which the resident set counts, and which varies by tens of MB with the collector's timing).
+ */
+export function liveBytes(): number {
+  if (!collectGarbage) {
+    setFlagsFromString('--expose-gc');
+    collectGarbage = runInNewContext('gc') as () => void;
+  }
+  collectGarbage();
+  const usage = process.memoryUsage();
+  return usage.heapUsed + usage.external;
 }
 
 /** Resolves after `ms` milliseconds. */

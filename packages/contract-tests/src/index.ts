@@ -76,9 +76,9 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
       return workspace;
     },
     caseTimeoutMs: target.caseTimeoutMs ?? 60_000,
-    largeOutputBytes: target.largeOutputBytes ?? 256 * 1024 * 1024,
+    largeOutputBytes: target.largeOutputBytes ?? 96 * 1024 * 1024,
     largeFileBytes: target.largeFileBytes ?? 64 * 1024 * 1024,
-    longMcpCallMs: target.longMcpCallMs ?? 45_000,
+    longMcpCallMs: target.longMcpCallMs ?? 33_000,
   };
   const areas = shardOf(target.shard, [
     execArea,

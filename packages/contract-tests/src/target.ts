@@ -60,8 +60,10 @@ export interface ConformanceTarget {
   /** Time limit of one case in milliseconds. Default 60 000. */
   readonly caseTimeoutMs?: number;
   /**
-   * Size of the output the huge-output cases produce. Default 256 MiB: holding it would take more
-   * host memory than the cases allow (half of it, at most 200 MiB; 100 MiB for Bash).
+   * Size of the output `exec.output-cap` streams. Default 96 MiB: the case looks at the memory the
+   * host keeps alive eight times while it streams, and holding the output would keep more than the
+   * half of it the case allows (a backend whose channel keeps more than about 40 MiB alive by design
+   * streams more).
    */
   readonly largeOutputBytes?: number;
   /**
@@ -70,7 +72,10 @@ export interface ConformanceTarget {
    * writes still take long enough to be interrupted.
    */
   readonly largeFileBytes?: number;
-  /** How long the long MCP tool call runs (it must succeed when its own timeout allows it). Default 45 000 ms. */
+  /**
+   * How long the long MCP tool call runs (it must succeed when its own timeout allows it). Default
+   * 33 000 ms: past the 30 s that AgentScope's gateway allows any call, with room for a slow start.
+   */
   readonly longMcpCallMs?: number;
 }
 
