@@ -125,6 +125,8 @@ export class DaytonaSandbox implements WsSandbox {
       void process.kill();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     if (options.stdin !== undefined) void this.feed(process, normalizeInput(options.stdin));
     try {
       const { exitCode } = await process.exited;

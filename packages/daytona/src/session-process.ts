@@ -187,6 +187,8 @@ export class SessionProcess {
   ): SandboxProcess {
     const onAbort = () => void process.kill();
     signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (signal?.aborted) onAbort();
     void process.exited.then(() => {
       signal?.removeEventListener('abort', onAbort);
       stdout.end();

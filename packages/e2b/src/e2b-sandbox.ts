@@ -161,6 +161,8 @@ export class E2BSandbox implements WsSandbox {
       kill();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     if (options.stdin !== undefined) void this.feed(handle.pid, normalizeInput(options.stdin));
     try {
       let exitCode: number;
@@ -251,6 +253,8 @@ export class E2BSandbox implements WsSandbox {
     };
     const onAbort = () => void kill();
     signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (signal?.aborted) onAbort();
     void exited.then(() => signal?.removeEventListener('abort', onAbort));
     // Writes go one at a time, so they arrive in order.
     let writing: Promise<void> = Promise.resolve();

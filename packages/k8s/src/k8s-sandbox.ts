@@ -181,6 +181,8 @@ export class K8sSandbox implements WsSandbox {
       kill();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     if (options.stdin !== undefined) void this.feed(exec, normalizeInput(options.stdin));
     try {
       const { exitCode } = await exec.ended;
@@ -270,6 +272,8 @@ export class K8sSandbox implements WsSandbox {
     const signal = (name: Signal) => this.signalGroup(pidFile, name, exited);
     const onAbort = () => void signal('KILL');
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     let process: SandboxProcess | undefined;
     void exited.then(() => {
       stdout.end();

@@ -165,6 +165,8 @@ export class OpenSandboxSandbox implements WsSandbox {
       stop();
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     let end: { exitCode: number } | { failure: string } | undefined;
     try {
       const events = this.sandbox.commands.runStream(
@@ -297,6 +299,8 @@ exit $c`;
     void exited.then(() => this.spawned.delete(process));
     const onAbort = () => void process.kill('SIGKILL');
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // An abort while the command was starting fired no listener: act on it now.
+    if (options.signal?.aborted) onAbort();
     void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
     return process;
   }

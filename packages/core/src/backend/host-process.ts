@@ -515,6 +515,8 @@ export async function spawnHostProcess(
   void exited.then(() => untrack?.());
   const onAbort = () => void stop();
   options.signal?.addEventListener('abort', onAbort, { once: true });
+  // An abort while the command was starting fired no listener: act on it now.
+  if (options.signal?.aborted) onAbort();
   void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
   return {
     pid: child.pid,

@@ -271,6 +271,8 @@ export function completeSandbox(sandbox: Sandbox): CompleteSandbox {
       const controller = new AbortController();
       const onAbort = () => controller.abort(options.signal?.reason);
       options.signal?.addEventListener('abort', onAbort, { once: true });
+      // An abort while the file was being looked up fired no listener: act on it now.
+      if (options.signal?.aborted) onAbort();
       sandbox
         .exec(['sh', '-c', SCRIPTS.readStream, 'sh', target], {
           cwd: '/',
