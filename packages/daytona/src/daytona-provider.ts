@@ -135,7 +135,7 @@ export class DaytonaProvider implements Provider {
         bundle: () => this.bundle(),
         via: 'the toolbox',
         noNodeWarning:
-          'The sandbox has no node 18 or newer: commands and files go through the toolbox directly (command output is decoded as text, spawn is unavailable), and MCP servers cannot run',
+          'The sandbox has no node 18 or newer: commands and files go through the toolbox directly (spawn is unavailable), and MCP servers cannot run',
       },
       options,
       warnings,

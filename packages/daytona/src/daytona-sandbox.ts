@@ -34,14 +34,10 @@ import { translateDaytonaError } from './errors.js';
 import { type OutputHandlers, SessionProcess } from './session-process.js';
 
 /**
- * A Daytona sandbox as a sandbox, through the official SDK alone: each command runs alone in its own
+ * A Daytona sandbox as a sandbox, through the official SDK: each command runs alone in its own
  * session (Daytona's `executeCommand` merges stdout and stderr and takes no input), its output followed
- * over the SDK's log WebSocket with the two streams apart; files through the toolbox's file API
- * (binary-safe), writes through a temporary file renamed over the target.
- *
- * The SDK hands command output over as text (decoded as UTF-8), so output that is not UTF-8 reaches
- * this path with U+FFFD in place of invalid bytes; the workspace runs commands through the gateway,
- * which carries bytes, whenever the sandbox has node.
+ * over the toolbox's log WebSocket with the two streams apart, as bytes; files through the toolbox's
+ * file API (binary-safe), writes through a temporary file renamed over the target.
  */
 export class DaytonaSandbox implements WsSandbox {
   readonly backend = 'daytona';
@@ -102,11 +98,11 @@ export class DaytonaSandbox implements WsSandbox {
     const stderr = new OutputCollector(limit);
     // Listeners run in order, one at a time, after the bytes were kept.
     let delivered: Promise<void> = Promise.resolve();
-    const deliver = (collector: OutputCollector, listener: ExecOptions['onStdout']) => (text: string) => {
-      const bytes = encodeUtf8(text);
-      collector.push(bytes);
-      if (listener) delivered = delivered.then(() => listener(bytes)).then(() => {});
-    };
+    const deliver =
+      (collector: OutputCollector, listener: ExecOptions['onStdout']) => (bytes: Uint8Array) => {
+        collector.push(bytes);
+        if (listener) delivered = delivered.then(() => listener(bytes)).then(() => {});
+      };
     const { process, cwd } = await this.start(argv, options, options.stdin !== undefined, {
       onStdout: deliver(stdout, options.onStdout),
       onStderr: deliver(stderr, options.onStderr),
@@ -168,8 +164,8 @@ export class DaytonaSandbox implements WsSandbox {
     const stdout = new ChunkQueue(Number.POSITIVE_INFINITY);
     const stderr = new ChunkQueue(Number.POSITIVE_INFINITY);
     const { process } = await this.start(argv, options, true, {
-      onStdout: (text) => void stdout.push(encodeUtf8(text)),
-      onStderr: (text) => void stderr.push(encodeUtf8(text)),
+      onStdout: (bytes) => void stdout.push(bytes),
+      onStderr: (bytes) => void stderr.push(bytes),
     });
     return SessionProcess.asSandboxProcess(process, stdout, stderr, options.signal);
   }

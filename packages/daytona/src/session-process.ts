@@ -4,6 +4,9 @@ import type { ProcessExit, SandboxProcess } from '@ws/core';
 import { WsError } from '@ws/core';
 import { type ChunkQueue, encodeUtf8, shellQuote } from '@ws/core/backend';
 import { translateDaytonaError } from './errors.js';
+import { followCommandLogs, type OutputHandlers } from './log-stream.js';
+
+export type { OutputHandlers } from './log-stream.js';
 
 /**
  * Daytona's session commands take input as text and have no way to close a command's stdin, so a
@@ -32,13 +35,7 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-/** Handlers of one session process's output, as text (the SDK decodes it as UTF-8). */
-export interface OutputHandlers {
-  onStdout(text: string): void;
-  onStderr(text: string): void;
-}
-
-/** A command running alone in its own Daytona session, followed over the SDK's log WebSocket. */
+/** A command running alone in its own Daytona session, followed over the toolbox's log WebSocket. */
 export class SessionProcess {
   readonly exited: Promise<ProcessExit>;
   private readonly pending: Pending[] = [];
@@ -88,12 +85,7 @@ export class SessionProcess {
       await sandbox.process.deleteSession(sessionId).catch(() => {});
       throw translateDaytonaError(error, 'starting a command');
     }
-    const followed = sandbox.process.getSessionCommandLogs(
-      sessionId,
-      commandId,
-      (text) => handlers.onStdout(text),
-      (text) => handlers.onStderr(text),
-    );
+    const followed = followCommandLogs(sandbox, sessionId, commandId, handlers);
     return new SessionProcess(sandbox, sessionId, commandId, stdin, followed);
   }
 

@@ -27,13 +27,10 @@ const leftoversOn =
     }
   };
 
-// Output through Daytona crosses the log WebSocket as text (the gateway's channel adds base64), and
-// the SDK's demultiplexer copies each message into an array of numbers: 1 to 4 MB/s here, so the
-// output-cap case streams the suite's default size (what the host keeps alive is looked at while it
-// streams, so that size proves the point). Files cross the toolbox's upload and download at a few
-// MB/s here: the large-file cases move 16 MiB files (64 MiB took 90 s a case, and the
-// interrupted-write cases, seven transfers each, ran past their two minutes); 16 MiB still take
-// seconds to write, so the interrupted writes are interrupted.
+// Input to a command on Daytona (the gateway's channel included) crosses the toolbox as base64 text,
+// one request per MiB, so files move at a few MB/s here: the large-file cases move 16 MiB files (64 MiB
+// took 90 s a case, and the interrupted-write cases, seven transfers each, ran past their two
+// minutes); 16 MiB still take seconds to write, so the interrupted writes are interrupted.
 const largeFileBytes = 16 * 1024 * 1024;
 
 /**
