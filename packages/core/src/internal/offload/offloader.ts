@@ -1,6 +1,6 @@
 import { posix } from 'node:path';
 import { validateId } from '../../backend/ids.js';
-import { throwIfAborted, WsError } from '../../contracts/errors.js';
+import { abortError, throwIfAborted, WsError } from '../../contracts/errors.js';
 import type { DataBlock, OffloadableToolResult } from '../../contracts/offloader.js';
 import type { CompleteSandbox, FileOptions } from '../../contracts/sandbox.js';
 import { LAYOUT, type LayoutPaths } from '../layout.js';
@@ -11,10 +11,22 @@ import { extensionFor, type MediaHit, recognizeMedia, WORKSPACE_URL_PREFIX } fro
  * Offloading, implemented once over a sandbox: media to `data/`, context to
  * `sessions/<id>/context.jsonl`, long tool results to `sessions/<id>/tool_result-<id>.txt`.
  */
+/** A batch waiting for its turn to be appended. */
+interface QueuedAppend {
+  bytes: Buffer;
+  signal: AbortSignal | undefined;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+/** At most this many bytes of queued batches go in one command. */
+const GROUP_BYTES = 8 * 1024 * 1024;
+
 export class OffloadStore {
-  // Appends of this process to one file are queued here; the sandbox-side lock orders them with
-  // other processes.
-  private readonly appendQueues = new Map<string, Promise<unknown>>();
+  // Appends of this process to one file wait here, in order, while one command runs; the batches
+  // that gathered meanwhile go together in the next (each whole, in the order they came). The
+  // sandbox-side lock orders them with other processes.
+  private readonly appendQueues = new Map<string, QueuedAppend[]>();
 
   constructor(
     private readonly sandbox: () => CompleteSandbox,
@@ -74,16 +86,60 @@ export class OffloadStore {
       const offloaded = await this.offloadMediaIn(toJsonValue(message), options);
       lines.push(JSON.stringify(offloaded));
     }
-    const batch = `${lines.join('\n')}\n`;
-    const previous = this.appendQueues.get(path) ?? Promise.resolve();
-    const next = previous.catch(() => {}).then(() => this.appendAtomically(directory, path, batch, options));
-    this.appendQueues.set(path, next);
-    try {
-      await next;
-    } finally {
-      if (this.appendQueues.get(path) === next) this.appendQueues.delete(path);
-    }
+    const bytes = Buffer.from(`${lines.join('\n')}\n`, 'utf8');
+    await new Promise<void>((resolve, reject) => {
+      const queue = this.appendQueues.get(path);
+      const entry = { bytes, signal: options.signal, resolve, reject };
+      if (queue) queue.push(entry);
+      else {
+        this.appendQueues.set(path, [entry]);
+        void this.drainAppends(directory, path);
+      }
+    });
     return path;
+  }
+
+  /**
+   * Appends the batches queued for `path` until none is left: all that waited go in one command
+   * (up to {@link GROUP_BYTES}), so a burst of appends costs a few commands, not one each. A batch
+   * whose signal was aborted before its command began is left out (`ABORTED`: not written); one
+   * sent alone carries its signal into the command; once sent with others, its outcome is the
+   * command's (bounded by its time limit).
+   */
+  private async drainAppends(directory: string, path: string): Promise<void> {
+    const queue = this.appendQueues.get(path) ?? [];
+    try {
+      while (queue.length > 0) {
+        const group: QueuedAppend[] = [];
+        let size = 0;
+        while (queue.length > 0) {
+          const next = queue[0]!;
+          if (group.length > 0 && size + next.bytes.byteLength > GROUP_BYTES) break;
+          queue.shift();
+          if (next.signal?.aborted) {
+            next.reject(abortError(next.signal));
+            continue;
+          }
+          group.push(next);
+          size += next.bytes.byteLength;
+        }
+        if (group.length === 0) continue;
+        try {
+          const bytes = group.length === 1 ? group[0]!.bytes : Buffer.concat(group.map((item) => item.bytes));
+          await this.appendAtomically(
+            directory,
+            path,
+            bytes,
+            group.length === 1 ? group[0]!.signal : undefined,
+          );
+          for (const item of group) item.resolve();
+        } catch (error) {
+          for (const item of group) item.reject(error);
+        }
+      }
+    } finally {
+      this.appendQueues.delete(path);
+    }
   }
 
   /**
@@ -96,13 +152,12 @@ export class OffloadStore {
   private async appendAtomically(
     directory: string,
     path: string,
-    batch: string,
-    options: FileOptions,
+    bytes: Buffer,
+    signal: AbortSignal | undefined,
   ): Promise<void> {
     const sandbox = this.sandbox();
     const tag = `${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const pending = posix.join(directory, `.append-${tag}`);
-    const bytes = Buffer.from(batch, 'utf8');
     const result = await sandbox.exec(
       [
         'sh',
@@ -119,7 +174,7 @@ export class OffloadStore {
         cwd: '/',
         stdin: bytes,
         timeoutMs: 120_000,
-        ...(options.signal ? { signal: options.signal } : {}),
+        ...(signal ? { signal } : {}),
       },
     );
     if (result.exitCode !== 0) {
