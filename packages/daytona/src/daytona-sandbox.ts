@@ -31,7 +31,8 @@ import {
   writeThroughTemporary,
 } from '@ws/core/backend';
 import { translateDaytonaError } from './errors.js';
-import { type OutputHandlers, SessionProcess } from './session-process.js';
+import type { OutputHandlers } from './log-stream.js';
+import { SessionProcess } from './session-process.js';
 
 /**
  * A Daytona sandbox as a sandbox, through the official SDK: each command runs alone in its own

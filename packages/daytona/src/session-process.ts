@@ -6,8 +6,6 @@ import { type ChunkQueue, encodeUtf8, shellQuote } from '@ws/core/backend';
 import { translateDaytonaError } from './errors.js';
 import { followCommandLogs, type OutputHandlers } from './log-stream.js';
 
-export type { OutputHandlers } from './log-stream.js';
-
 /**
  * Daytona's session commands take input as text and have no way to close a command's stdin, so a
  * process that needs input reads it through this relay: each write arrives as a line with a length

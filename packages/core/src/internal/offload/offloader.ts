@@ -7,10 +7,6 @@ import { LAYOUT, type LayoutPaths } from '../layout.js';
 import { sha256Hex } from '../tools/text.js';
 import { extensionFor, type MediaHit, recognizeMedia, WORKSPACE_URL_PREFIX } from './media.js';
 
-/**
- * Offloading, implemented once over a sandbox: media to `data/`, context to
- * `sessions/<id>/context.jsonl`, long tool results to `sessions/<id>/tool_result-<id>.txt`.
- */
 /** A batch waiting for its turn to be appended. */
 interface QueuedAppend {
   bytes: Buffer;
@@ -22,6 +18,10 @@ interface QueuedAppend {
 /** At most this many bytes of queued batches go in one command. */
 const GROUP_BYTES = 8 * 1024 * 1024;
 
+/**
+ * Offloading, implemented once over a sandbox: media to `data/`, context to
+ * `sessions/<id>/context.jsonl`, long tool results to `sessions/<id>/tool_result-<id>.txt`.
+ */
 export class OffloadStore {
   // Appends of this process to one file wait here, in order, while one command runs; the batches
   // that gathered meanwhile go together in the next (each whole, in the order they came). The
@@ -125,7 +125,7 @@ export class OffloadStore {
         }
         if (group.length === 0) continue;
         try {
-          const bytes = group.length === 1 ? group[0]!.bytes : Buffer.concat(group.map((item) => item.bytes));
+          const bytes = Buffer.concat(group.map((item) => item.bytes));
           await this.appendAtomically(
             directory,
             path,
