@@ -91,6 +91,35 @@ export function isFilled(bytes: Uint8Array, size: number, byte: number): boolean
   return true;
 }
 
+/** The shortest a write in the kill cases lasts, so that kills placed at fractions of it land while it runs. */
+const KILLED_WRITE_MS = 250;
+/** The size the kill cases try first; each try after it is four times larger. */
+const KILLED_WRITE_FIRST_BYTES = 1024 * 1024;
+
+/**
+ * Writes `path` whole with `byte` at the smallest size, from 1 MiB and four times larger each try up
+ * to `largest`, whose write lasts at least {@link KILLED_WRITE_MS}; returns that size and how long its
+ * write took. The kill cases place their kills at fractions of that time, so each kill lands while a
+ * write runs on a fast backend and on a slow one alike, and no more bytes move than that takes.
+ */
+export async function writeLongEnough(
+  sandbox: CompleteSandbox,
+  path: string,
+  byte: number,
+  largest: number,
+): Promise<{ size: number; ms: number }> {
+  // A first small write, so that what the first write of a workspace sets up is not timed.
+  await sandbox.writeFile(path, filled(1, byte));
+  let size = Math.min(KILLED_WRITE_FIRST_BYTES, largest);
+  for (;;) {
+    const began = performance.now();
+    await sandbox.writeFile(path, filled(size, byte));
+    const ms = performance.now() - began;
+    if (ms >= KILLED_WRITE_MS || size >= largest) return { size, ms };
+    size = Math.min(size * 4, largest);
+  }
+}
+
 /**
  * Opens the target's workspace `workspaceId` in a separate Node process, which writes `size` bytes
  * of `byte` to `path` and is killed with SIGKILL `killAfterMs` after it started the write. Resolves

@@ -67,9 +67,10 @@ export interface ConformanceTarget {
    */
   readonly largeOutputBytes?: number;
   /**
-   * Size of the files of the large-file cases and of the writes interrupted by a dying gateway or
-   * host. Default 64 MiB; a backend whose file transfers are slow sets less, so that the interrupted
-   * writes still take long enough to be interrupted.
+   * Size of the files of the large-file cases, and the most the writes interrupted by a dying gateway
+   * or host may hold: those take the smallest size from 1 MiB up whose write lasts 250 ms, and place
+   * their kills at fractions of that time. Default 64 MiB; a backend whose file transfers are slow
+   * sets less.
    */
   readonly largeFileBytes?: number;
   /**

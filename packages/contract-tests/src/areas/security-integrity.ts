@@ -12,6 +12,7 @@ import {
   requireBoundary,
   workspaceOpener,
   writeInKilledProcess,
+  writeLongEnough,
 } from '../security-support.js';
 import type { AreaContext } from '../target.js';
 
@@ -61,11 +62,12 @@ export function securityIntegrityArea(context: AreaContext): void {
         const workspace = await open();
         const server = await gatewayServer(workspace, test);
         const sandbox = workspace.getSandbox();
-        const size = context.largeFileBytes;
         const path = '.ws-security/replaced.bin';
-        await sandbox.writeFile(path, filled(size, 0x41));
+        const { size, ms } = await writeLongEnough(sandbox, path, 0x41, context.largeFileBytes);
         let current = 0x41;
-        for (const [round, delayMs] of [5, 40, 120].entries()) {
+        // The gateway dies early, midway and late in a write.
+        const delays = [0.05, 0.35, 0.7].map((at) => Math.max(5, Math.round(at * ms)));
+        for (const [round, delayMs] of delays.entries()) {
           const next = 0x42 + round;
           await server.callTool('kill-gateway', { ms: delayMs }).catch(() => {});
           let written = true;
@@ -95,11 +97,12 @@ export function securityIntegrityArea(context: AreaContext): void {
         const workspaceId = context.newId();
         const workspace = await open(workspaceId);
         const sandbox = workspace.getSandbox();
-        const size = context.largeFileBytes;
         const path = '.ws-security/host-killed.bin';
-        await sandbox.writeFile(path, filled(size, 0x41));
+        const { size, ms } = await writeLongEnough(sandbox, path, 0x41, context.largeFileBytes);
         let current = 0x41;
-        for (const [round, killAfterMs] of [20, 150, 400].entries()) {
+        // The host process dies early, midway and late in a write.
+        const delays = [0.1, 0.45, 0.8].map((at) => Math.max(20, Math.round(at * ms)));
+        for (const [round, killAfterMs] of delays.entries()) {
           const next = 0x42 + round;
           await writeInKilledProcess(
             context,
