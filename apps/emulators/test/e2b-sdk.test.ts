@@ -489,3 +489,28 @@ describe.skipIf(problem !== undefined)('E2B emulator driven by the e2b SDK', () 
     expect(await rejection(() => sandbox.commands.run('true'))).toBeInstanceOf(Error);
   });
 });
+
+describe.skipIf(problem !== undefined)('an emulator started with network: false', () => {
+  it('gives its sandboxes no network but their own loopback, and they still run commands', async () => {
+    const instance = `${suite}-nonet`;
+    const offline = await startE2BEmulator({ instance, network: false });
+    try {
+      const box = await Sandbox.create('base', {
+        apiKey: offline.env.E2B_API_KEY!,
+        apiUrl: offline.apiUrl,
+        sandboxUrl: offline.sandboxUrl,
+      });
+      const [summary] = await docker.listContainers({
+        filters: { label: [`${E2B_LABELS.sandboxId}=${box.sandboxId}`] },
+      });
+      const info = await docker.getContainer(summary!.Id).inspect();
+      expect((info.Config as { NetworkDisabled?: boolean }).NetworkDisabled).toBe(true);
+      const devices = await box.commands.run("tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d ' '");
+      expect(devices.stdout.trim().split('\n')).toEqual(['lo']);
+      expect((await box.commands.run('cat /sys/class/net/lo/flags')).stdout.trim()).toBe('0x9');
+    } finally {
+      await offline.close();
+      await removeEmulatorSandboxes(docker, { instance });
+    }
+  });
+});

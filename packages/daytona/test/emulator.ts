@@ -27,7 +27,8 @@ let emulator: Promise<EmulatorProcess> | undefined;
 
 /** The connection options of one emulator per test file, started on first use (`ws-emulator daytona`). */
 export async function connection(): Promise<EmulatorConnection> {
-  emulator ??= launchEmulator('daytona', ['--snapshot', `default=${image}`], {
+  // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
+  emulator ??= launchEmulator('daytona', ['--snapshot', `default=${image}`, '--no-network'], {
     trace: process.env.WS_DAYTONA_TRACE !== undefined,
   });
   const { env } = await emulator;

@@ -28,7 +28,8 @@ let emulator: Promise<EmulatorProcess> | undefined;
 
 /** The connection options of one emulator per test file, started on first use (`ws-emulator e2b`). */
 export async function connection(): Promise<EmulatorConnection> {
-  emulator ??= launchEmulator('e2b', ['--template', `base=${image}`]);
+  // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
+  emulator ??= launchEmulator('e2b', ['--template', `base=${image}`, '--no-network']);
   const { env } = await emulator;
   return { apiKey: env.E2B_API_KEY!, apiUrl: env.E2B_API_URL!, sandboxUrl: env.E2B_SANDBOX_URL! };
 }

@@ -31,7 +31,8 @@ let emulator: Promise<EmulatorProcess> | undefined;
 
 /** The connection of one emulator per test file, started on first use (`ws-emulator k8s`). */
 export async function connection(): Promise<EmulatorConnection> {
-  emulator ??= launchEmulator('k8s');
+  // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
+  emulator ??= launchEmulator('k8s', ['--no-network']);
   const { env, instance } = await emulator;
   return { kubeconfig: env.KUBECONFIG!, apiUrl: env.K8S_API_URL!, token: env.K8S_TOKEN!, instance };
 }

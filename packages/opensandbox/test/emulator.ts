@@ -30,7 +30,12 @@ let emulator: Promise<EmulatorProcess> | undefined;
 /** The connection options of one emulator per test file, started on first use (`ws-emulator opensandbox`). */
 export async function connection(): Promise<EmulatorConnection> {
   // A key of its own: only this suite's clients are let in.
-  emulator ??= launchEmulator('opensandbox', ['--api-key', `key-${randomBytes(8).toString('hex')}`]);
+  // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
+  emulator ??= launchEmulator('opensandbox', [
+    '--api-key',
+    `key-${randomBytes(8).toString('hex')}`,
+    '--no-network',
+  ]);
   const { env } = await emulator;
   return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
 }

@@ -40,6 +40,12 @@ export interface DaytonaEmulatorOptions {
    * over and stops only the containers of its instance. Default `default`.
    */
   instance?: string;
+  /**
+   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
+   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
+   * use the network from inside a sandbox. Default true: the network the vendor would give.
+   */
+  network?: boolean;
   /** How long creating, starting, stopping, archiving and destroying last at least, in ms (default 300). */
   transitionMs?: number;
   /** The length of a minute of the auto-stop/archive/delete intervals, in ms (default 60 000; for tests). */
@@ -123,6 +129,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     docker,
     instance,
     log,
+    network: options.network ?? true,
     transitionMs: options.transitionMs ?? 300,
     minuteMs: options.minuteMs ?? 60_000,
     onStateChange: (record, oldState, newState) =>

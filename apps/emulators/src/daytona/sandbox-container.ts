@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { labelsOf, type SandboxDescription } from './sandbox-labels.js';
+import { labelsOf, type SandboxDescription, type SandboxSettings } from './sandbox-labels.js';
 
 export interface CreateSandboxInput {
   name: string | undefined;
@@ -29,6 +29,8 @@ export function createSandboxContainer(
   input: CreateSandboxInput,
   description: SandboxDescription,
   instance: string,
+  settings: SandboxSettings,
+  network: boolean,
 ): Promise<Docker.Container> {
   return docker.createContainer({
     name: daytonaContainerName(description.id),
@@ -36,7 +38,7 @@ export function createSandboxContainer(
     // The sandbox idles until the toolbox runs something in it; an init reaps what killed commands leave.
     Entrypoint: ['sleep'],
     Cmd: ['infinity'],
-    Labels: labelsOf(description, instance),
+    Labels: labelsOf(description, instance, settings),
     Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
     Tty: false,
     HostConfig: {
@@ -46,7 +48,8 @@ export function createSandboxContainer(
       SecurityOpt: ['no-new-privileges'],
       NanoCpus: Math.round(input.cpu * 1e9),
       Memory: Math.round(input.memory * 1024 ** 3),
-      ...(input.networkBlockAll ? { NetworkMode: 'none' } : {}),
+      ...(network && input.networkBlockAll ? { NetworkMode: 'none' } : {}),
     },
+    ...(network ? {} : { NetworkDisabled: true }),
   });
 }

@@ -19,6 +19,8 @@ export const DAYTONA_LABELS = {
   labels: 'ws.daytona.labels',
   /** The sandbox's env vars, as JSON. */
   env: 'ws.daytona.env',
+  /** The settings given at creation, as JSON (later changes live in the state file). */
+  settings: 'ws.daytona.settings',
 } as const;
 
 /** The value of the `ws.emulator` label on Daytona sandbox containers. */
@@ -74,8 +76,13 @@ export function defaultSettings(labels: Record<string, string>): SandboxSettings
   };
 }
 
-export function labelsOf(description: SandboxDescription, instance: string): Record<string, string> {
+export function labelsOf(
+  description: SandboxDescription,
+  instance: string,
+  settings: SandboxSettings,
+): Record<string, string> {
   return {
+    [DAYTONA_LABELS.settings]: JSON.stringify(settings),
     [DAYTONA_LABELS.emulator]: DAYTONA_EMULATOR_LABEL_VALUE,
     [DAYTONA_LABELS.instance]: instance,
     [DAYTONA_LABELS.sandboxId]: description.id,
@@ -129,13 +136,17 @@ export function writeSettings(
   return writeStateFile(container, STATE_FILE, settings, log);
 }
 
-/** The settings recorded in a container, over `fallback` field by field. */
+/**
+ * The settings recorded in a container (its state file once they changed, else the label of its
+ * creation), over `fallback` field by field.
+ */
 export async function readSettings(
   container: Docker.Container,
+  summary: Docker.ContainerInfo,
   fallback: SandboxSettings,
 ): Promise<SandboxSettings> {
-  const saved = await readStateFile(container, STATE_FILE);
-  if (!saved) return fallback;
+  const saved =
+    (await readStateFile(container, STATE_FILE)) ?? jsonRecord(summary.Labels?.[DAYTONA_LABELS.settings]);
   const number = (value: unknown, otherwise: number) =>
     typeof value === 'number' && Number.isInteger(value) ? value : otherwise;
   return {

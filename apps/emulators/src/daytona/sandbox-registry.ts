@@ -13,7 +13,7 @@ import {
   type SandboxSettings,
   writeSettings,
 } from './sandbox-labels.js';
-import { ensureAccount, type SandboxAccount } from './sandbox-user.js';
+import { type EtcFiles, ensureAccount, readAccounts, type SandboxAccount } from './sandbox-user.js';
 import { SessionTable } from './sessions.js';
 
 /** The states the emulator goes through (a subset of Daytona's `SandboxState`). */
@@ -52,6 +52,8 @@ export interface RegistryOptions {
   docker: Docker;
   instance: string;
   log: (line: string) => void;
+  /** Whether sandboxes get a network (see `DaytonaEmulatorOptions.network`). */
+  network: boolean;
   /** How long a transitional state (creating, starting, stopping, …) lasts at least, in ms. */
   transitionMs: number;
   /** The length of one minute of the auto-stop/archive/delete intervals, in ms. */
@@ -70,6 +72,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The sandboxes of one emulator, their containers, and the timers that stop, archive or delete them. */
 export class SandboxRegistry {
   private readonly entries = new Map<string, Entry>();
+  /** The passwd and group files of each image (by id) new sandboxes were created from. */
+  private readonly etcOfImage = new Map<string, Promise<EtcFiles>>();
   /** Toolbox requests under way, per sandbox id (see `busy`). */
   private readonly active = new Map<string, number>();
   private closed = false;
@@ -100,7 +104,7 @@ export class SandboxRegistry {
       if (summary.State === 'removing' || summary.State === 'dead') continue;
       const container = docker.getContainer(summary.Id);
       try {
-        const settings = await readSettings(container, defaultSettings(description.labels));
+        const settings = await readSettings(container, summary, defaultSettings(description.labels));
         const account = await ensureAccount(container, description.user);
         const running = summary.State === 'running';
         const state: SandboxState = running ? 'started' : settings.archived ? 'archived' : 'stopped';
@@ -132,35 +136,52 @@ export class SandboxRegistry {
       labels: { ...input.labels },
       env: { ...input.env },
     };
-    const container = await createSandboxContainer(
-      this.options.docker,
-      input,
-      description,
-      this.options.instance,
-    ).catch((error: unknown) => {
-      // Say, more CPUs than the host has.
-      throw new DaytonaHttpError(400, `cannot create the sandbox's container: ${dockerMessage(error)}`);
-    });
-    let account: SandboxAccount;
-    try {
-      account = await ensureAccount(container, input.user);
-    } catch (error) {
-      await container.remove({ force: true }).catch(() => {});
-      throw new DaytonaHttpError(400, `cannot set up user ${input.user}: ${dockerMessage(error)}`);
-    }
+    // The settings of its creation go in a label; the state file is written once they change.
     const settings: SandboxSettings = {
       ...defaultSettings(input.labels),
       autoStopInterval: input.autoStopInterval,
       autoArchiveInterval: input.autoArchiveInterval,
       autoDeleteInterval: input.autoDeleteInterval,
     };
-    await writeSettings(container, settings, this.options.log);
+    const container = await createSandboxContainer(
+      this.options.docker,
+      input,
+      description,
+      this.options.instance,
+      settings,
+      this.options.network,
+    ).catch((error: unknown) => {
+      // Say, more CPUs than the host has.
+      throw new DaytonaHttpError(400, `cannot create the sandbox's container: ${dockerMessage(error)}`);
+    });
+    let account: SandboxAccount;
+    try {
+      account = await ensureAccount(container, input.user, await this.imageAccounts(container));
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => {});
+      throw new DaytonaHttpError(400, `cannot set up user ${input.user}: ${dockerMessage(error)}`);
+    }
     const entry = this.add(container, description, account, settings, 'creating');
     void this.change(entry.record.id, 'creating', 'started', async (record) => {
       await record.container.start();
     });
     this.options.log(`daytona: creating sandbox ${id} from ${input.image}`);
     return entry.record;
+  }
+
+  /**
+   * The passwd and group files of a new container's image, read through the archive API from the first
+   * container of each image and kept: every later sandbox of the image saves two engine round trips.
+   */
+  private async imageAccounts(container: Docker.Container): Promise<EtcFiles> {
+    const { Image: image } = await container.inspect();
+    let known = this.etcOfImage.get(image);
+    if (!known) {
+      known = readAccounts(container);
+      this.etcOfImage.set(image, known);
+      known.catch(() => this.etcOfImage.delete(image));
+    }
+    return known;
   }
 
   /** Starts a stopped or archived sandbox (`starting` → `started`); a started one stays as it is. */
@@ -355,7 +376,8 @@ export class SandboxRegistry {
       if (final === 'started') record.settings.lastActivityAt = new Date().toISOString();
       this.announce(record, final);
       this.options.log(`daytona: sandbox ${sandboxId} is ${final}`);
-      await writeSettings(record.container, record.settings, this.options.log);
+      // A new sandbox's settings are in its labels: the moment it started is not worth a write.
+      if (interim !== 'creating') await writeSettings(record.container, record.settings, this.options.log);
       this.schedule(sandboxId);
     });
     entry.lock = run.catch(() => {});

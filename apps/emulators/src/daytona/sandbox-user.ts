@@ -29,14 +29,33 @@ function withNewline(text: string): string {
   return text === '' || text.endsWith('\n') ? text : `${text}\n`;
 }
 
+/** A container's `/etc/passwd` and `/etc/group`. */
+export interface EtcFiles {
+  passwd: string;
+  group: string;
+}
+
+/** The `/etc/passwd` and `/etc/group` of a container that nothing has changed yet (as its image has them). */
+export async function readAccounts(container: Docker.Container): Promise<EtcFiles> {
+  return {
+    passwd: await readEtcFile(container, '/etc/passwd'),
+    group: await readEtcFile(container, '/etc/group'),
+  };
+}
+
 /**
  * Finds the account `name` in a (created, not necessarily started) container, or adds it: a passwd and
  * group entry with the first free id from 1000, and a home `/home/<name>` it owns. The container holds
  * no capability to run `useradd`, so the files go in through the archive API, which the engine applies
- * as root with the owners the archive names.
+ * as root with the owners the archive names. `etc`: the container's passwd and group when known (a new
+ * container has its image's), which saves reading them.
  */
-export async function ensureAccount(container: Docker.Container, name: string): Promise<SandboxAccount> {
-  const passwd = await readEtcFile(container, '/etc/passwd');
+export async function ensureAccount(
+  container: Docker.Container,
+  name: string,
+  etc?: EtcFiles,
+): Promise<SandboxAccount> {
+  const passwd = etc ? etc.passwd : await readEtcFile(container, '/etc/passwd');
   const passwdLines = passwd.split('\n').filter((line) => line !== '');
   const existing = passwdLines.map((line) => line.split(':')).find((fields) => fields[0] === name);
   if (existing) {
@@ -49,7 +68,7 @@ export async function ensureAccount(container: Docker.Container, name: string): 
   }
   if (name === 'root') return { name, uid: 0, gid: 0, home: '/root' };
   if (!/^[a-z_][a-z0-9_-]{0,31}$/.test(name)) throw new Error(`invalid user name ${JSON.stringify(name)}`);
-  const group = await readEtcFile(container, '/etc/group');
+  const group = etc ? etc.group : await readEtcFile(container, '/etc/group');
   const usedUids = new Set(passwdLines.map((line) => Number(line.split(':')[2])));
   const usedGids = new Set(
     group

@@ -44,6 +44,12 @@ export interface E2BEmulatorOptions {
    * suites) leave each other's sandboxes alone, and a restarted one finds its own. Default `default`.
    */
   instance?: string;
+  /**
+   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
+   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
+   * use the network from inside a sandbox. Default true: the network the vendor would give.
+   */
+  network?: boolean;
 }
 
 /** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */
@@ -96,7 +102,7 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
     throw new Error(
       `The emulator instance must be 1 to 64 of A-Z a-z 0-9 _ . -, not ${JSON.stringify(instance)}`,
     );
-  const registry = new SandboxRegistry(docker, log, instance);
+  const registry = new SandboxRegistry(docker, log, instance, options.network ?? true);
   await registry.restore();
   const context: ControlPlaneContext = {
     registry,

@@ -72,6 +72,8 @@ export class SandboxRegistry {
     private readonly log: (line: string) => void,
     /** The instance whose containers this registry creates and takes over. */
     private readonly instance: string,
+    /** Whether sandboxes get a network (see `E2BEmulatorOptions.network`). */
+    private readonly network: boolean,
   ) {}
 
   get(sandboxId: string): SandboxRecord | undefined {
@@ -174,8 +176,9 @@ export class SandboxRegistry {
         // and cannot gain one, which is what that means for a command.
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
-        ...(input.allowInternetAccess === false ? { NetworkMode: 'none' } : {}),
+        ...(this.network && input.allowInternetAccess === false ? { NetworkMode: 'none' } : {}),
       },
+      ...(this.network ? {} : { NetworkDisabled: true }),
     };
     let container: Docker.Container;
     try {
@@ -194,7 +197,7 @@ export class SandboxRegistry {
       await container.remove({ force: true }).catch(() => {});
       throw error;
     }
-    await writeEndAt(container, description.endAt, this.log);
+    // The end of its creation is in a label; the state file is written once it moves.
     const record = this.add(container, description, 'running');
     this.log(
       `e2b: created sandbox ${record.sandboxId} from ${input.image} (ends ${record.endAt.toISOString()})`,
@@ -231,6 +234,7 @@ export class SandboxRegistry {
       const { record } = entry;
       const requestedEnd = new Date(Date.now() + timeoutSeconds * 1000);
       let resumed = false;
+      const endAt = record.endAt;
       if (record.state === 'paused') {
         try {
           await unpauseContainer(record.container);
@@ -244,7 +248,7 @@ export class SandboxRegistry {
       } else if (requestedEnd > record.endAt) {
         record.endAt = requestedEnd;
       }
-      await writeEndAt(record.container, record.endAt, this.log);
+      if (record.endAt !== endAt) await writeEndAt(record.container, record.endAt, this.log);
       this.schedule(sandboxId);
       return { record, resumed };
     });

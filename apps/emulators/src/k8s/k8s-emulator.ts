@@ -32,6 +32,12 @@ export interface K8sEmulatorOptions {
    * removes only the pods, claims and namespaces of its instance. Default `default`.
    */
   instance?: string;
+  /**
+   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
+   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
+   * use the network from inside a sandbox. Default true: the network the vendor would give.
+   */
+  network?: boolean;
   /** Pod image names → engine images, merged over {@link DEFAULT_K8S_IMAGES}; other names are used as is. */
   images?: Readonly<Record<string, string>>;
   /** Where to write the kubeconfig (mode 0600); default: a temporary file removed by `close()`. */
@@ -127,6 +133,7 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
   const pvcs = new PvcStore({ ...base, inUse: (namespace, claim) => pods?.inUse(namespace, claim) ?? true });
   pods = new PodStore({
     ...base,
+    network: options.network ?? true,
     images: { ...DEFAULT_K8S_IMAGES, ...options.images },
     pvcs,
     onGone: () =>

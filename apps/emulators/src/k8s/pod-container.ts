@@ -148,6 +148,8 @@ export function containerOptions(input: {
   container: Record<string, unknown>;
   volumes: ReadonlyMap<string, string>;
   labels: Record<string, string>;
+  /** false: no network at all, only loopback (see `K8sEmulatorOptions.network`). */
+  network?: boolean;
 }): Docker.ContainerCreateOptions {
   const { spec, container } = input;
   const limits =
@@ -192,5 +194,6 @@ export function containerOptions(input: {
       ...(memory !== undefined ? { Memory: memory } : {}),
       ...(typeof podContext.fsGroup === 'number' ? { GroupAdd: [String(podContext.fsGroup)] } : {}),
     },
+    ...(input.network === false ? { NetworkDisabled: true } : {}),
   };
 }

@@ -38,6 +38,8 @@ export interface PodStoreOptions {
   instance: string;
   versions: ResourceVersions;
   log: (line: string) => void;
+  /** Whether pods get a network (see `K8sEmulatorOptions.network`). */
+  network: boolean;
   /** Image names of pod specs → engine images; other names are used as they are. */
   images: Readonly<Record<string, string>>;
   pvcs: PvcStore;
@@ -156,6 +158,7 @@ export class PodStore {
           spec: record.spec,
           container,
           volumes,
+          network: this.options.network,
           labels: storeLabels(this.options.instance, {
             kind: 'pod',
             metadata: record.metadata,

@@ -41,6 +41,12 @@ export interface OpenSandboxEmulatorOptions {
    * and ends only the containers of its instance. Default `default`.
    */
   instance?: string;
+  /**
+   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
+   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
+   * use the network from inside a sandbox. Default true: the network the vendor would give.
+   */
+  network?: boolean;
   /** How long `Pending`, `Pausing` and `Resuming` last at least, in ms (default 300). */
   transitionMs?: number;
   /** Receives one line per lifecycle event and per request. */
@@ -115,7 +121,13 @@ export async function startOpenSandboxEmulator(
     const key = request.headers[OPENSANDBOX_API_KEY_HEADER];
     return typeof key === 'string' && key !== '' && (apiKeys === undefined || apiKeys.has(key));
   };
-  const registry = new SandboxRegistry({ docker, instance, log, transitionMs: options.transitionMs ?? 300 });
+  const registry = new SandboxRegistry({
+    docker,
+    instance,
+    log,
+    network: options.network ?? true,
+    transitionMs: options.transitionMs ?? 300,
+  });
   await registry.restore();
   const context: LifecycleContext = {
     registry,

@@ -56,6 +56,8 @@ export interface RegistryOptions {
   docker: Docker;
   instance: string;
   log: (line: string) => void;
+  /** Whether sandboxes get a network (see `OpenSandboxEmulatorOptions.network`). */
+  network: boolean;
   /** How long Pending, Pausing and Resuming last at least, in ms. */
   transitionMs: number;
 }
@@ -156,6 +158,7 @@ export class SandboxRegistry {
           ...(input.nanoCpus !== undefined ? { NanoCpus: input.nanoCpus } : {}),
           ...(input.memoryBytes !== undefined ? { Memory: input.memoryBytes } : {}),
         },
+        ...(this.options.network ? {} : { NetworkDisabled: true }),
       })
       .catch((error: unknown) => {
         throw new OpenSandboxHttpError(
