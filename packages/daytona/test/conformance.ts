@@ -29,8 +29,7 @@ const leftoversOn =
 
 // Input to a command on Daytona (the gateway's channel included) crosses the toolbox as base64 text,
 // one request per MiB, so files move at a few MB/s here: the large-file cases move 16 MiB files (64 MiB
-// took 90 s a case, and the interrupted-write cases, seven transfers each, ran past their two
-// minutes); 16 MiB still take seconds to write, so the interrupted writes are interrupted.
+// took 90 s a case); the interrupted-write cases size their writes themselves, up to that.
 const largeFileBytes = 16 * 1024 * 1024;
 
 /**

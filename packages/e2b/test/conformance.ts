@@ -28,8 +28,7 @@ const leftoversOn =
 // SDK holds a subscription's output until the gateway's stream rotates (every 16 Mi characters, two
 // subscriptions overlapping), which keeps up to ~45 MiB alive whatever the output's size, so the
 // output must be larger than twice that for holding it to stand out. The large-file cases move
-// 16 MiB files, which still take a second and more to write, so the interrupted-write cases
-// interrupt them.
+// 16 MiB files; the interrupted-write cases size their writes themselves, up to that.
 const largeOutputBytes = 128 * 1024 * 1024;
 const largeFileBytes = 16 * 1024 * 1024;
 

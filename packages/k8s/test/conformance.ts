@@ -52,8 +52,8 @@ async function removeOwned(kubeconfig: string | undefined, namespace: string, ow
 }
 
 // Files cross the exec WebSocket of the API server (the emulator's, then Docker's exec), each byte
-// through three processes: the large-file cases move 16 MiB files, which still take long enough to
-// write that the interrupted-write cases interrupt them (64 MiB took 20 to 30 s a case).
+// through three processes: the large-file cases move 16 MiB files (64 MiB took 20 to 30 s a case);
+// the interrupted-write cases size their writes themselves, up to that.
 const largeFileBytes = 16 * 1024 * 1024;
 
 /**

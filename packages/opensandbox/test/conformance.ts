@@ -30,8 +30,8 @@ const leftoversOn =
   };
 
 // Files cross execd as JSON text, and the gateway's channel adds base64, each byte through three
-// Node processes: the large-file cases move 16 MiB files, which still take long enough to write
-// that the interrupted-write cases interrupt them.
+// Node processes: the large-file cases move 16 MiB files; the interrupted-write cases size their
+// writes themselves, up to that.
 const largeFileBytes = 16 * 1024 * 1024;
 
 /**
