@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { WebSocketServer } from 'ws';
 import { dockerMessage } from '../docker/exec.js';
+import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { type ControlPlaneContext, dto, handleControlPlane } from './control-plane.js';
@@ -22,7 +23,7 @@ export const DEFAULT_DAYTONA_SNAPSHOTS: Readonly<Record<string, string>> = {
 /** The API key in `env` when `apiKeys` does not name one. */
 export const DEFAULT_DAYTONA_API_KEY = 'daytona_emulator';
 
-export interface DaytonaEmulatorOptions {
+export interface DaytonaEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
   /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
@@ -40,12 +41,6 @@ export interface DaytonaEmulatorOptions {
    * over and stops only the containers of its instance. Default `default`.
    */
   instance?: string;
-  /**
-   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
-   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
-   * use the network from inside a sandbox. Default true: the network the vendor would give.
-   */
-  network?: boolean;
   /** How long creating, starting, stopping, archiving and destroying last at least, in ms (default 300). */
   transitionMs?: number;
   /** The length of a minute of the auto-stop/archive/delete intervals, in ms (default 60 000; for tests). */

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { withNetwork } from '../docker/network.js';
 import { labelsOf, type SandboxDescription, type SandboxSettings } from './sandbox-labels.js';
 
 export interface CreateSandboxInput {
@@ -32,24 +33,28 @@ export function createSandboxContainer(
   settings: SandboxSettings,
   network: boolean,
 ): Promise<Docker.Container> {
-  return docker.createContainer({
-    name: daytonaContainerName(description.id),
-    Image: input.image,
-    // The sandbox idles until the toolbox runs something in it; an init reaps what killed commands leave.
-    Entrypoint: ['sleep'],
-    Cmd: ['infinity'],
-    Labels: labelsOf(description, instance, settings),
-    Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
-    Tty: false,
-    HostConfig: {
-      Init: true,
-      // Root in the container holds no capability and cannot gain one; commands run as the user.
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      NanoCpus: Math.round(input.cpu * 1e9),
-      Memory: Math.round(input.memory * 1024 ** 3),
-      ...(network && input.networkBlockAll ? { NetworkMode: 'none' } : {}),
-    },
-    ...(network ? {} : { NetworkDisabled: true }),
-  });
+  return docker.createContainer(
+    withNetwork(
+      {
+        name: daytonaContainerName(description.id),
+        Image: input.image,
+        // The sandbox idles until the toolbox runs something in it; an init reaps what killed commands leave.
+        Entrypoint: ['sleep'],
+        Cmd: ['infinity'],
+        Labels: labelsOf(description, instance, settings),
+        Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
+        Tty: false,
+        HostConfig: {
+          Init: true,
+          // Root in the container holds no capability and cannot gain one; commands run as the user.
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          NanoCpus: Math.round(input.cpu * 1e9),
+          Memory: Math.round(input.memory * 1024 ** 3),
+        },
+      },
+      network,
+      input.networkBlockAll,
+    ),
+  );
 }

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import Docker from 'dockerode';
 import { dockerMessage } from '../docker/exec.js';
+import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { HttpError, sendError } from '../http/http-util.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
@@ -22,7 +23,7 @@ export const EMULATED_ENVD_VERSION = '0.6.4';
 /** The API key in `env` when `apiKeys` does not name one. */
 export const DEFAULT_E2B_API_KEY = 'e2b_emulator';
 
-export interface E2BEmulatorOptions {
+export interface E2BEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
   /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
@@ -44,12 +45,6 @@ export interface E2BEmulatorOptions {
    * suites) leave each other's sandboxes alone, and a restarted one finds its own. Default `default`.
    */
   instance?: string;
-  /**
-   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
-   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
-   * use the network from inside a sandbox. Default true: the network the vendor would give.
-   */
-  network?: boolean;
 }
 
 /** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
+import { withNetwork } from '../docker/network.js';
 import { AccountResolver } from './accounts.js';
 import { ProcessTable } from './process-table.js';
 import {
@@ -161,25 +162,27 @@ export class SandboxRegistry {
       autoResume: input.autoResume,
       allowInternetAccess: input.allowInternetAccess,
     };
-    const options: Docker.ContainerCreateOptions = {
-      name: sandboxContainerName(description.sandboxId),
-      Image: input.image,
-      // The sandbox idles until envd calls exec into it; an init reaps what killed commands leave behind.
-      Entrypoint: ['sleep'],
-      Cmd: ['infinity'],
-      Labels: labelsOf(description, this.instance),
-      Env: Object.entries(input.envVars).map(([name, value]) => `${name}=${value}`),
-      Tty: false,
-      HostConfig: {
-        Init: true,
-        // E2B runs commands as an unprivileged user: here root in the container holds no capability
-        // and cannot gain one, which is what that means for a command.
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        ...(this.network && input.allowInternetAccess === false ? { NetworkMode: 'none' } : {}),
+    const options = withNetwork(
+      {
+        name: sandboxContainerName(description.sandboxId),
+        Image: input.image,
+        // The sandbox idles until envd calls exec into it; an init reaps what killed commands leave behind.
+        Entrypoint: ['sleep'],
+        Cmd: ['infinity'],
+        Labels: labelsOf(description, this.instance),
+        Env: Object.entries(input.envVars).map(([name, value]) => `${name}=${value}`),
+        Tty: false,
+        HostConfig: {
+          Init: true,
+          // E2B runs commands as an unprivileged user: here root in the container holds no capability
+          // and cannot gain one, which is what that means for a command.
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+        },
       },
-      ...(this.network ? {} : { NetworkDisabled: true }),
-    };
+      this.network,
+      input.allowInternetAccess === false,
+    );
     let container: Docker.Container;
     try {
       container = await this.docker.createContainer(options);

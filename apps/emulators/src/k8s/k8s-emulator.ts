@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import type { SandboxNetworkOption } from '../docker/network.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { type ApiContext, handleRequest, handleUpgrade } from './api-server.js';
 import { execWebSocketServer } from './exec-websocket.js';
@@ -20,7 +21,7 @@ export const DEFAULT_K8S_IMAGES: Readonly<Record<string, string>> = {
   'ws-workspace:bookworm': 'ws-workspace:bookworm',
 };
 
-export interface K8sEmulatorOptions {
+export interface K8sEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
   /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
@@ -32,12 +33,6 @@ export interface K8sEmulatorOptions {
    * removes only the pods, claims and namespaces of its instance. Default `default`.
    */
   instance?: string;
-  /**
-   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
-   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
-   * use the network from inside a sandbox. Default true: the network the vendor would give.
-   */
-  network?: boolean;
   /** Pod image names → engine images, merged over {@link DEFAULT_K8S_IMAGES}; other names are used as is. */
   images?: Readonly<Record<string, string>>;
   /** Where to write the kubeconfig (mode 0600); default: a temporary file removed by `close()`. */

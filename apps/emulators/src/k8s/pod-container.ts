@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { withNetwork } from '../docker/network.js';
 import { isRecord } from '../http/http-util.js';
 import { invalid } from './status.js';
 
@@ -171,29 +172,31 @@ export function containerOptions(input: {
   );
   const cpu = parseCpu(limits.cpu);
   const memory = parseMemory(limits.memory);
-  return {
-    name: input.name,
-    Image: input.image,
-    ...(Array.isArray(container.command) ? { Entrypoint: container.command as string[] } : {}),
-    ...(Array.isArray(container.args) ? { Cmd: container.args as string[] } : {}),
-    // A pod that gives a command but no args runs it without the image's CMD, as the kubelet does.
-    ...(Array.isArray(container.command) && !Array.isArray(container.args) ? { Cmd: [] } : {}),
-    Env: env,
-    ...(typeof container.workingDir === 'string' ? { WorkingDir: container.workingDir } : {}),
-    ...(user !== undefined ? { User: user } : {}),
-    Hostname: input.hostname.slice(0, 63),
-    Labels: input.labels,
-    Tty: false,
-    HostConfig: {
-      Init: true,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      Mounts: mounts,
-      RestartPolicy: { Name: RESTART_POLICIES[String(spec.restartPolicy ?? 'Always')] ?? 'always' },
-      ...(cpu !== undefined ? { NanoCpus: cpu } : {}),
-      ...(memory !== undefined ? { Memory: memory } : {}),
-      ...(typeof podContext.fsGroup === 'number' ? { GroupAdd: [String(podContext.fsGroup)] } : {}),
+  return withNetwork(
+    {
+      name: input.name,
+      Image: input.image,
+      ...(Array.isArray(container.command) ? { Entrypoint: container.command as string[] } : {}),
+      ...(Array.isArray(container.args) ? { Cmd: container.args as string[] } : {}),
+      // A pod that gives a command but no args runs it without the image's CMD, as the kubelet does.
+      ...(Array.isArray(container.command) && !Array.isArray(container.args) ? { Cmd: [] } : {}),
+      Env: env,
+      ...(typeof container.workingDir === 'string' ? { WorkingDir: container.workingDir } : {}),
+      ...(user !== undefined ? { User: user } : {}),
+      Hostname: input.hostname.slice(0, 63),
+      Labels: input.labels,
+      Tty: false,
+      HostConfig: {
+        Init: true,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Mounts: mounts,
+        RestartPolicy: { Name: RESTART_POLICIES[String(spec.restartPolicy ?? 'Always')] ?? 'always' },
+        ...(cpu !== undefined ? { NanoCpus: cpu } : {}),
+        ...(memory !== undefined ? { Memory: memory } : {}),
+        ...(typeof podContext.fsGroup === 'number' ? { GroupAdd: [String(podContext.fsGroup)] } : {}),
+      },
     },
-    ...(input.network === false ? { NetworkDisabled: true } : {}),
-  };
+    input.network ?? true,
+  );
 }

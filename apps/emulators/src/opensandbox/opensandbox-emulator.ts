@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
+import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { notFound, OpenSandboxHttpError, requestId, sendOpenSandboxError } from './errors.js';
@@ -24,7 +25,7 @@ export const DEFAULT_OPENSANDBOX_API_KEY = 'opensandbox_emulator';
 /** The header OpenSandbox reads the API key from, on the lifecycle API and on execd. */
 export const OPENSANDBOX_API_KEY_HEADER = 'open-sandbox-api-key';
 
-export interface OpenSandboxEmulatorOptions {
+export interface OpenSandboxEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
   /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
@@ -41,12 +42,6 @@ export interface OpenSandboxEmulatorOptions {
    * and ends only the containers of its instance. Default `default`.
    */
   instance?: string;
-  /**
-   * false: sandboxes get no network at all, only their own loopback (the engine's `NetworkDisabled`),
-   * whatever they ask for; they start about 0.4 s sooner and cost the engine less. For suites that never
-   * use the network from inside a sandbox. Default true: the network the vendor would give.
-   */
-  network?: boolean;
   /** How long `Pending`, `Pausing` and `Resuming` last at least, in ms (default 300). */
   transitionMs?: number;
   /** Receives one line per lifecycle event and per request. */

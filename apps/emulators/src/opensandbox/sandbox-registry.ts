@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
+import { withNetwork } from '../docker/network.js';
 import { notFound, OpenSandboxHttpError } from './errors.js';
 import { CommandTable } from './execd-commands.js';
 import {
@@ -142,24 +143,28 @@ export class SandboxRegistry {
           : new Date(description.createdAt.getTime() + input.timeoutSeconds * 1000).toISOString(),
     };
     const container = await this.options.docker
-      .createContainer({
-        name: openSandboxContainerName(description.id),
-        Image: input.image,
-        Entrypoint: [...input.entrypoint],
-        Cmd: [],
-        Labels: labelsOf(description, settings, this.options.instance),
-        Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
-        Tty: false,
-        HostConfig: {
-          // An init reaps what killed commands leave; root holds no capability and cannot gain one.
-          Init: true,
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          ...(input.nanoCpus !== undefined ? { NanoCpus: input.nanoCpus } : {}),
-          ...(input.memoryBytes !== undefined ? { Memory: input.memoryBytes } : {}),
-        },
-        ...(this.options.network ? {} : { NetworkDisabled: true }),
-      })
+      .createContainer(
+        withNetwork(
+          {
+            name: openSandboxContainerName(description.id),
+            Image: input.image,
+            Entrypoint: [...input.entrypoint],
+            Cmd: [],
+            Labels: labelsOf(description, settings, this.options.instance),
+            Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
+            Tty: false,
+            HostConfig: {
+              // An init reaps what killed commands leave; root holds no capability and cannot gain one.
+              Init: true,
+              CapDrop: ['ALL'],
+              SecurityOpt: ['no-new-privileges'],
+              ...(input.nanoCpus !== undefined ? { NanoCpus: input.nanoCpus } : {}),
+              ...(input.memoryBytes !== undefined ? { Memory: input.memoryBytes } : {}),
+            },
+          },
+          this.options.network,
+        ),
+      )
       .catch((error: unknown) => {
         throw new OpenSandboxHttpError(
           400,
