@@ -36,6 +36,7 @@ import {
   SANDBOX_WORKDIR,
   systemMounts,
 } from './bwrap-sandbox.js';
+import { SandboxInit, STATUS_ARGUMENTS } from './sandbox-init.js';
 
 /** Options of {@link BwrapProvider}. */
 export interface BwrapProviderOptions {
@@ -213,6 +214,7 @@ export class BwrapProvider implements Provider {
         spawnHostProcess(
           [
             bwrapPath,
+            ...STATUS_ARGUMENTS,
             ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', shared, GATEWAY_RUN]),
             ...environmentArguments(this.options.env ?? {}, SANDBOX_WORKDIR),
             '--chdir',
@@ -220,7 +222,11 @@ export class BwrapProvider implements Provider {
             '--',
             ...argv,
           ],
-          { cwd: workdir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
+          {
+            cwd: workdir,
+            env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+            wrapper: new SandboxInit(),
+          },
         ),
       node,
       bundle: `${GATEWAY_HOME}/${name}`,

@@ -18,6 +18,7 @@ import {
   spawnHostProcess,
   throwIfAborted,
 } from '@ws/core/backend';
+import { SandboxInit, STATUS_ARGUMENTS } from './sandbox-init.js';
 
 /** Where the workdir appears inside the sandbox. */
 export const SANDBOX_WORKDIR = '/workspace';
@@ -201,6 +202,7 @@ export class BwrapSandbox implements Sandbox {
   ): string[] {
     return [
       this.bwrap,
+      ...STATUS_ARGUMENTS,
       ...mountArguments(this.mounts, extraMounts),
       ...environmentArguments({ ...this.env, ...env }, cwd),
       '--chdir',
@@ -230,6 +232,7 @@ export class BwrapSandbox implements Sandbox {
       onStderr: options.onStderr,
       maxOutputBytes: options.maxOutputBytes,
       track: this.groups.track,
+      wrapper: new SandboxInit(),
     });
     // bwrap reports its own failures on stderr with exit code 1; tell them from the command's.
     if (result.exitCode === 1) {
@@ -268,6 +271,7 @@ export class BwrapSandbox implements Sandbox {
       env: { PATH: process.env.PATH ?? BASE_PATH },
       signal: options.signal,
       track: this.groups.track,
+      wrapper: new SandboxInit(),
     });
   }
 

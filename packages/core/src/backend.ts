@@ -30,7 +30,12 @@ export {
   privateHostDir,
   processAlive,
 } from './backend/host-paths.js';
-export type { HostCommandOptions, HostSpawnOptions, ProcessGroup } from './backend/host-process.js';
+export type {
+  HostCommandOptions,
+  HostLaunchWrapper,
+  HostSpawnOptions,
+  ProcessGroup,
+} from './backend/host-process.js';
 export {
   assertArgv,
   groupAlive,

@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
@@ -33,6 +33,20 @@ export interface HostCommandOptions {
   killGraceMs?: number | undefined;
   /** Called with the child once it started, so an owner can kill it at shutdown. */
   track?: ((group: ProcessGroup) => () => void) | undefined;
+  /** The wrapper argv[0] is (bubblewrap), when what it starts leaves the process group. */
+  wrapper?: HostLaunchWrapper | undefined;
+}
+
+/**
+ * What a wrapper that runs the command in a child of its own session (bubblewrap) adds to how the
+ * process is started and signalled: a status pipe at the process's fd 3, and a step that reaches that
+ * child before the process group is signalled, since a signal to the group no longer does.
+ */
+export interface HostLaunchWrapper {
+  /** Called once the process started, with the read end of the pipe at its fd 3 and its pid. */
+  status(stream: Readable, pid: number | undefined): void;
+  /** Delivers what `signal` means to the wrapper's child; resolves once done (never rejects). */
+  signal(signal: NodeJS.Signals): Promise<void>;
 }
 
 /** A started process group that an owner may stop. */
@@ -163,9 +177,35 @@ export function stopWithGrace(
   });
 }
 
+/** Sends `signal` to the wrapper's child (when there is a wrapper), then to the group led by `pid`. */
+function signalGroup(
+  pid: number | undefined,
+  signal: NodeJS.Signals,
+  wrapper: HostLaunchWrapper | undefined,
+): Promise<void> | void {
+  if (!wrapper) return killGroup(pid, signal);
+  return wrapper.signal(signal).then(() => killGroup(pid, signal));
+}
+
 /** SIGTERM to the group now, SIGKILL after `graceMs` unless it exits first (and SIGKILL after). */
-function terminateGroup(pid: number | undefined, exited: Promise<unknown>, graceMs: number): Promise<void> {
-  return stopWithGrace((signal) => killGroup(pid, `SIG${signal}`), exited, graceMs);
+function terminateGroup(
+  pid: number | undefined,
+  exited: Promise<unknown>,
+  graceMs: number,
+  wrapper: HostLaunchWrapper | undefined,
+): Promise<void> {
+  return stopWithGrace((signal) => signalGroup(pid, `SIG${signal}`, wrapper), exited, graceMs);
+}
+
+/** The child's stdio: stdin as asked, stdout and stderr piped, and a wrapper's status pipe at fd 3. */
+function hostStdio(stdin: 'ignore' | 'pipe', wrapper: HostLaunchWrapper | undefined): StdioOptions {
+  return wrapper ? [stdin, 'pipe', 'pipe', 'pipe'] : [stdin, 'pipe', 'pipe'];
+}
+
+/** Hands the status pipe to the wrapper once the process has one. */
+function attachWrapper(child: ChildProcess, wrapper: HostLaunchWrapper | undefined): void {
+  const status = child.stdio[3];
+  if (wrapper && status) wrapper.status(status as Readable, child.pid);
 }
 
 /**
@@ -308,11 +348,12 @@ export async function runHostCommand(
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      stdio: hostStdio(options.stdin === undefined ? 'ignore' : 'pipe', options.wrapper),
     });
   } catch (error) {
     throw fromErrno(error, `Starting ${command} failed`);
   }
+  attachWrapper(child, options.wrapper);
 
   let failure: unknown;
   let stopping: Promise<void> | undefined;
@@ -327,7 +368,7 @@ export async function runHostCommand(
     });
   });
   const stop = (): Promise<void> => {
-    stopping ??= terminateGroup(child.pid, exited, graceMs);
+    stopping ??= terminateGroup(child.pid, exited, graceMs, options.wrapper);
     return stopping;
   };
   const onListenerError = (error: unknown) => {
@@ -458,6 +499,8 @@ export interface HostSpawnOptions {
   signal?: AbortSignal | undefined;
   killGraceMs?: number | undefined;
   track?: ((group: ProcessGroup) => () => void) | undefined;
+  /** The wrapper argv[0] is (bubblewrap), when what it starts leaves the process group. */
+  wrapper?: HostLaunchWrapper | undefined;
 }
 
 /**
@@ -476,8 +519,9 @@ export async function spawnHostProcess(
     cwd: options.cwd,
     env: options.env,
     detached: true,
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: hostStdio('pipe', options.wrapper),
   });
+  attachWrapper(child, options.wrapper);
   await new Promise<void>((resolve, reject) => {
     child.once('spawn', () => resolve());
     child.once('error', (error: NodeJS.ErrnoException) => {
@@ -508,7 +552,7 @@ export async function spawnHostProcess(
   });
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> => {
-    stopping ??= terminateGroup(child.pid, exited, graceMs);
+    stopping ??= terminateGroup(child.pid, exited, graceMs, options.wrapper);
     return stopping;
   };
   const untrack = options.track?.({ stop });
@@ -537,7 +581,7 @@ export async function spawnHostProcess(
       if (!stdin.writableEnded) stdin.end();
     },
     async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
-      killGroup(child.pid, signal);
+      await signalGroup(child.pid, signal, options.wrapper);
     },
     exited,
     async [Symbol.asyncDispose](): Promise<void> {
