@@ -218,33 +218,41 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 export interface HttpServeOptions {
   port: number;
   host: string;
-  token: string | undefined;
-  maxResultChars?: number;
+  /** The bearer token every request must carry. */
+  token: string;
+  /** Most MCP sessions open at once; an initialize past it is answered 503. */
+  maxSessions: number;
+  /** A session without a request in flight for this long is closed. */
+  sessionIdleMs: number;
+  maxResultChars?: number | undefined;
 }
 
-/** Checks that a non-loopback bind has a token. @throws UsageError otherwise. */
-export function checkHttpBind(options: HttpServeOptions): void {
-  if (!LOOPBACK.has(options.host) && !options.token) {
-    throw new UsageError(
-      `binding to ${options.host} exposes the workspace to the network; pass --token (or WS_TOKEN)`,
-    );
-  }
+interface HttpSession {
+  readonly transport: StreamableHTTPServerTransport;
+  /** Requests of this session being answered (an open event stream counts until it ends). */
+  inFlight: number;
+  lastUsed: number;
 }
 
-/** Serves streamable HTTP at `/mcp`, one MCP session (and one Server) per client. */
+/**
+ * Serves streamable HTTP at `/mcp`, one MCP session (and one Server) per client. Every request needs
+ * the bearer token, and one sent by a web page (an `Origin` header) must come from this server's own
+ * origin; sessions are capped and closed once idle.
+ */
 export async function serveHttp(
   workspace: Workspace,
   catalog: ToolCatalog,
   version: string,
   options: HttpServeOptions,
 ): Promise<ServeHandle> {
-  checkHttpBind(options);
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
-  const expected = options.token ? Buffer.from(`Bearer ${options.token}`) : undefined;
+  const sessions = new Map<string, HttpSession>();
+  let opening = 0;
+  const expected = Buffer.from(`Bearer ${options.token}`);
+  /** On loopback: the Host headers (and origins) a request may carry; elsewhere any. */
   let allowedHosts: string[] | undefined;
+  let allowedOrigins: Set<string> | undefined;
 
   const authorized = (request: IncomingMessage) => {
-    if (!expected) return true;
     const given = Buffer.from(request.headers.authorization ?? '');
     return given.length === expected.length && timingSafeEqual(given, expected);
   };
@@ -257,37 +265,83 @@ export async function serveHttp(
     response.writeHead(status, { 'content-type': 'application/json', ...headers });
     response.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null }));
   };
+  /** Counts a request against its session until its response ends. */
+  const use = (session: HttpSession, response: ServerResponse) => {
+    session.inFlight += 1;
+    session.lastUsed = Date.now();
+    response.once('close', () => {
+      session.inFlight -= 1;
+      session.lastUsed = Date.now();
+    });
+  };
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = new URL(request.url ?? '/', 'http://x').pathname;
     if (path !== '/mcp') return fail(response, 404, 'Not found; the MCP endpoint is /mcp');
+    // A page's request names its origin: it must be this server's own (on an address other than
+    // loopback, the host the request was sent to).
+    const origin = request.headers.origin;
+    const ownOrigin = allowedOrigins
+      ? allowedOrigins.has(origin ?? '')
+      : origin === `http://${request.headers.host}`;
+    if (origin !== undefined && !ownOrigin)
+      return fail(response, 403, `Forbidden: requests from ${origin} are refused`);
     if (!authorized(request)) return fail(response, 401, 'Unauthorized', { 'www-authenticate': 'Bearer' });
     const sessionId = request.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
-      const transport = sessions.get(sessionId);
-      if (!transport) return fail(response, 404, 'Unknown MCP session');
-      return transport.handleRequest(request, response);
+      const session = sessions.get(sessionId);
+      if (!session) return fail(response, 404, 'Unknown MCP session');
+      use(session, response);
+      return session.transport.handleRequest(request, response);
     }
     if (request.method !== 'POST') return fail(response, 400, 'No MCP session; initialize with a POST first');
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: randomUUID,
-      onsessioninitialized: (id) => {
-        sessions.set(id, transport);
-      },
-      onsessionclosed: (id) => {
-        sessions.delete(id);
-      },
-      // A page in a browser must not reach a loopback server through a rebound DNS name.
-      ...(allowedHosts ? { enableDnsRebindingProtection: true, allowedHosts } : {}),
-    });
-    transport.onclose = () => {
-      if (transport.sessionId) sessions.delete(transport.sessionId);
-    };
-    const server = createMcpServer(workspace, catalog, version, options.maxResultChars);
-    await server.connect(transport);
-    await transport.handleRequest(request, response);
-    if (!transport.sessionId) await server.close(); // not an initialize request: nothing to keep
+    if (sessions.size + opening >= options.maxSessions)
+      return fail(
+        response,
+        503,
+        `Too many MCP sessions open (${options.maxSessions}): close one (DELETE /mcp with its Mcp-Session-Id) or wait until one has been idle for ${Math.round(options.sessionIdleMs / 1000)} s`,
+        { 'retry-after': String(Math.max(1, Math.round(options.sessionIdleMs / 1000))) },
+      );
+    opening += 1;
+    try {
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        onsessioninitialized: (id) => {
+          const session: HttpSession = { transport, inFlight: 0, lastUsed: Date.now() };
+          sessions.set(id, session);
+          use(session, response);
+        },
+        onsessionclosed: (id) => {
+          sessions.delete(id);
+        },
+        // A page in a browser must not reach a loopback server through a rebound DNS name.
+        ...(allowedHosts ? { enableDnsRebindingProtection: true, allowedHosts } : {}),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      const server = createMcpServer(workspace, catalog, version, options.maxResultChars);
+      await server.connect(transport);
+      await transport.handleRequest(request, response);
+      if (!transport.sessionId) await server.close(); // not an initialize request: nothing to keep
+    } finally {
+      opening -= 1;
+    }
   };
+
+  // Idle sessions are closed: a client that went away without DELETE keeps nothing for long.
+  const sweep = setInterval(
+    () => {
+      const now = Date.now();
+      for (const [id, session] of sessions)
+        if (session.inFlight === 0 && now - session.lastUsed >= options.sessionIdleMs) {
+          sessions.delete(id);
+          void session.transport.close().catch(() => {});
+        }
+    },
+    Math.min(30_000, Math.max(100, options.sessionIdleMs / 4)),
+  );
+  sweep.unref();
 
   const http = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
@@ -304,15 +358,18 @@ export async function serveHttp(
     http.listen(options.port, options.host, () => resolve());
   });
   const { port } = http.address() as AddressInfo;
-  if (LOOPBACK.has(options.host))
-    allowedHosts = ['127.0.0.1', 'localhost', '[::1]'].map((host) => `${host}:${port}`);
   const shown = options.host.includes(':') ? `[${options.host}]` : options.host;
+  if (LOOPBACK.has(options.host)) {
+    allowedHosts = ['127.0.0.1', 'localhost', '[::1]'].map((host) => `${host}:${port}`);
+    allowedOrigins = new Set(allowedHosts.map((host) => `http://${host}`));
+  }
   const done = new Promise<void>(() => {});
   return {
     url: `http://${shown}:${port}/mcp`,
     done,
     close: async () => {
-      await Promise.allSettled([...sessions.values()].map((transport) => transport.close()));
+      clearInterval(sweep);
+      await Promise.allSettled([...sessions.values()].map((session) => session.transport.close()));
       http.closeAllConnections();
       await new Promise<void>((resolve) => http.close(() => resolve()));
     },

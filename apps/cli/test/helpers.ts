@@ -1,5 +1,5 @@
 import { type ChildProcessWithoutNullStreams, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -60,6 +60,12 @@ export async function stdioClient(
 
 export interface HttpServer {
   url: string;
+  /** The bearer token: WS_TOKEN when given, else the one the server generated (empty for --token-file). */
+  token: string;
+  /** The file holding the generated token, when the server made one. */
+  tokenFile: string | undefined;
+  /** The Authorization header every request needs. */
+  headers: Record<string, string>;
   child: ChildProcessWithoutNullStreams;
   stop(): Promise<number | null>;
 }
@@ -78,17 +84,21 @@ export async function startHttpServer(
     stderr += chunk.toString();
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
+  const { url, tokenFile } = await new Promise<{ url: string; tokenFile?: string }>((resolve, reject) => {
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
       const line = stdout.split('\n')[0];
-      if (stdout.includes('\n') && line) resolve((JSON.parse(line) as { url: string }).url);
+      if (stdout.includes('\n') && line) resolve(JSON.parse(line) as { url: string; tokenFile?: string });
     });
     void exited.then((code) => reject(new Error(`ws serve exited with ${code}: ${stderr}`)));
   });
+  const token = env.WS_TOKEN ?? (tokenFile ? readFileSync(tokenFile, 'utf8').trim() : '');
   return {
     url,
+    token,
+    tokenFile,
+    headers: { authorization: `Bearer ${token}` },
     child,
     stop: async () => {
       child.kill('SIGTERM');

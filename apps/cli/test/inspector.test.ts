@@ -126,10 +126,10 @@ describe('the MCP Inspector CLI (npm) against ws serve --backend local', () => {
 
   it('over streamable HTTP with a bearer token: lists, then Write, Bash, Read, Edit, Grep; a wrong token is refused', async () => {
     const workdir = join(scratch, 'http');
-    const server = await startHttpServer(['--backend', 'local', '--workdir', workdir, '--token', 't0ken']);
+    const server = await startHttpServer(['--backend', 'local', '--workdir', workdir]);
     try {
       const target = [server.url, '--transport', 'http'];
-      const auth = ['--header', 'Authorization: Bearer t0ken'];
+      const auth = ['--header', `Authorization: Bearer ${server.token}`];
       const listed = await call<ListedTools>([...target, ...auth, '--method', 'tools/list']);
       expect(listed.tools.map((tool) => tool.name)).toEqual(
         expect.arrayContaining(['Bash', 'Read', 'Write', 'Edit', 'Glob', 'Grep']),

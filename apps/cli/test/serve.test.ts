@@ -1,8 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
@@ -12,6 +12,7 @@ import {
   dockerUnavailable,
   exerciseBuiltinTools,
   httpClient,
+  runWs,
   startHttpServer,
   stdioClient,
   textOf,
@@ -186,33 +187,153 @@ describe('ws serve --backend local', () => {
     });
   });
 
-  it('over streamable HTTP: lists and calls every tool; a token is enforced when given', async () => {
+  it('over streamable HTTP: a token is always required, generated into a private file when none is given', async () => {
+    const server = await startHttpServer(['--backend', 'local', '--workdir', join(scratch, 'http')]);
+    try {
+      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
+      // A neighbour on the same machine (another workspace's sandbox shares the host's loopback)
+      // gets nowhere without the token.
+      expect((await postPing(server.url)).status).toBe(401);
+      expect((await postPing(server.url, { authorization: 'Bearer wrong' })).status).toBe(401);
+      expect(server.tokenFile).toBeDefined();
+      expect(statSync(server.tokenFile!).mode & 0o777).toBe(0o600);
+      expect(statSync(dirname(server.tokenFile!)).mode & 0o077).toBe(0);
+      expect(server.token).toMatch(/^[\w-]{43}$/);
+      // The served workspace's commands (the local backend inherits the environment) see no token.
+      await withClient(await httpClient(server.url, server.headers), async (client) => {
+        await exerciseBuiltinTools(client);
+        const env = textOf(await client.callTool({ name: 'Bash', arguments: { command: 'env' } }));
+        expect(env).not.toContain(server.token);
+      });
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+    expect(existsSync(dirname(server.tokenFile!))).toBe(false);
+  });
+
+  it('over streamable HTTP: takes the token from WS_TOKEN or a private file, never from argv', async () => {
+    const token = 'a-token-of-32-characters-exactly';
+    const fromEnv = await startHttpServer(['--backend', 'local', '--workdir', join(scratch, 'http-env')], {
+      WS_TOKEN: token,
+    });
+    try {
+      expect(fromEnv.tokenFile).toBeUndefined();
+      expect((await postPing(fromEnv.url)).status).toBe(401);
+      await withClient(
+        await httpClient(fromEnv.url, { authorization: `Bearer ${token}` }),
+        async (client) => {
+          const env = textOf(await client.callTool({ name: 'Bash', arguments: { command: 'env' } }));
+          expect(env).not.toContain(token);
+        },
+      );
+    } finally {
+      expect(await fromEnv.stop()).toBe(0);
+    }
+    const file = join(scratch, 'token');
+    writeFileSync(file, `${token}\n`, { mode: 0o644 });
+    chmodSync(file, 0o644);
+    const workdir = ['--backend', 'local', '--workdir', join(scratch, 'http-file')];
+    const loose = runWs(['serve', '--http', '0', '--token-file', file, ...workdir]);
+    expect(loose.status).toBe(2);
+    expect(loose.stderr).toContain('chmod 600');
+    chmodSync(file, 0o600);
+    const fromFile = await startHttpServer([...workdir, '--token-file', file]);
+    try {
+      await withClient(
+        await httpClient(fromFile.url, { authorization: `Bearer ${token}` }),
+        async (client) => {
+          expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+        },
+      );
+    } finally {
+      expect(await fromFile.stop()).toBe(0);
+    }
+    const onArgv = runWs(['serve', '--http', '0', '--token', token, ...workdir]);
+    expect(onArgv.status).toBe(2);
+    expect(onArgv.stderr).toContain('WS_TOKEN');
+    const short = runWs(['serve', '--http', '0', ...workdir], { WS_TOKEN: 'short' });
+    expect(short.status).toBe(2);
+    expect(short.stderr).toContain('at least 16 characters');
+  });
+
+  it("over streamable HTTP: refuses a web page's request from another origin, and caps and expires sessions", async () => {
     const server = await startHttpServer([
       '--backend',
       'local',
       '--workdir',
-      join(scratch, 'http'),
-      '--token',
-      's3cret',
+      join(scratch, 'http-sessions'),
+      '--max-sessions',
+      '2',
+      '--session-idle',
+      '1',
     ]);
     try {
-      expect(server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
-      const refused = await fetch(server.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-      });
-      expect(refused.status).toBe(401);
-      await expect(httpClient(server.url, { authorization: 'Bearer wrong' })).rejects.toThrow();
-      await withClient(
-        await httpClient(server.url, { authorization: 'Bearer s3cret' }),
-        exerciseBuiltinTools,
+      const own = new URL(server.url).origin;
+      expect((await postPing(server.url, { ...server.headers, origin: 'http://evil.example' })).status).toBe(
+        403,
       );
+      expect((await postPing(server.url, { ...server.headers, origin: 'null' })).status).toBe(403);
+      expect([401, 403]).not.toContain(
+        (await postPing(server.url, { ...server.headers, origin: own })).status,
+      );
+      // Sessions opened and left (no DELETE, no open stream), as a client that went away leaves them.
+      const opened: string[] = [];
+      for (const _ of [1, 2]) {
+        const answer = await postInitialize(server.url, server.headers);
+        expect(answer.status).toBe(200);
+        await answer.text();
+        opened.push(answer.headers.get('mcp-session-id') ?? '');
+      }
+      const third = await postInitialize(server.url, server.headers);
+      expect(third.status).toBe(503);
+      expect(await third.text()).toContain('Too many MCP sessions open (2)');
+      // Idle past a second, both are closed, which makes room again.
+      await new Promise((resolve) => setTimeout(resolve, 2_500));
+      const gone = await postPing(server.url, { ...server.headers, 'mcp-session-id': opened[0] ?? '' });
+      expect(gone.status).toBe(404);
+      await withClient(await httpClient(server.url, { ...server.headers, origin: own }), async (client) => {
+        expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      });
     } finally {
       expect(await server.stop()).toBe(0);
     }
   });
 });
+
+/** A bare `ping` POST without a session, as a client that is not MCP-aware sends it. */
+function postPing(url: string, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+  });
+}
+
+/** An `initialize` POST, which opens a session. */
+function postInitialize(url: string, headers: Record<string, string>): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: {
+        protocolVersion: '2025-03-26',
+        capabilities: {},
+        clientInfo: { name: 'probe', version: '0' },
+      },
+    }),
+  });
+}
 
 const noDocker = dockerUnavailable();
 if (noDocker) console.log(`skipping ws serve --backend docker: ${noDocker}`);
@@ -233,7 +354,7 @@ describe.skipIf(noDocker !== undefined)('ws serve --backend docker', () => {
   it('over streamable HTTP: lists and calls every tool', async () => {
     const server = await startHttpServer(['--backend', 'docker']);
     try {
-      await withClient(await httpClient(server.url), exerciseBuiltinTools);
+      await withClient(await httpClient(server.url, server.headers), exerciseBuiltinTools);
     } finally {
       expect(await server.stop()).toBe(0);
     }
