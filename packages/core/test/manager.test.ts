@@ -13,12 +13,14 @@ import {
   assignWorkspaceId,
   type CallOptions,
   type ExecOptions,
+  type IsolationPolicy,
   isWsError,
   type Sandbox,
   WorkspaceManager,
   WsError,
 } from '../src/index.js';
 import { blake2bHex } from '../src/manager/blake2b.js';
+import type { WorkspaceRequest } from '../src/manager/isolation.js';
 
 const base = mkdtempSync(join(tmpdir(), 'ws-manager-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -154,12 +156,20 @@ function record<K extends keyof WorkspaceManagerEvents<WorkspaceEngine>>(
 }
 
 describe('workspace ids', () => {
-  it('derives per-agent and per-user ids as AgentScope does (BLAKE2b, 8-byte digest)', () => {
-    // Expected values from Python: hashlib.blake2b(text.encode(), digest_size=8).hexdigest().
-    expect(assignWorkspaceId({ userId: 'u1', agentId: 'coder' })).toBe('691c8c7feaab6f20');
-    expect(assignWorkspaceId({ userId: 'u2', agentId: 'coder' }, 'per_agent')).toBe('7c296aedb2891e74');
-    expect(assignWorkspaceId({ userId: '', agentId: '' }, 'per_agent')).toBe('7587abe7998fb773');
-    expect(assignWorkspaceId({ userId: 'u1', agentId: 'other' }, 'per_user')).toBe('48ea3da4179df93b');
+  it('derives per-agent and per-user ids from the JSON of the policy and inputs (BLAKE2b, 16-byte digest)', () => {
+    // Expected values from Python: hashlib.blake2b(json.dumps(['ws', policy, *inputs],
+    // separators=(',', ':'), ensure_ascii=False).encode(), digest_size=16).hexdigest().
+    expect(assignWorkspaceId({ userId: 'u1', agentId: 'coder' })).toBe('73893753d02401f19bba128900e6dc14');
+    expect(assignWorkspaceId({ userId: 'u2', agentId: 'coder' }, 'per_agent')).toBe(
+      'a2e368567f276f04db6fc61280f074a0',
+    );
+    expect(assignWorkspaceId({ userId: '', agentId: '' }, 'per_agent')).toBe(
+      '85884002d35db92a0effde6750325910',
+    );
+    expect(assignWorkspaceId({ userId: 'u1', agentId: 'other' }, 'per_user')).toBe(
+      'd7405a519596fff5822ebbcb4d528447',
+    );
+    expect(assignWorkspaceId({ userId: 'ü', agentId: '日本"q' })).toBe('6af53750f05e20d02d06f34b4ae945a7');
     expect(blake2bHex('a::b', 8)).toBe('2b26fb894dfd3a8b');
     expect(blake2bHex('ü::日本', 8)).toBe('56aeacee89142bdb');
     expect(blake2bHex('x'.repeat(128), 8)).toBe('901ce374e8e12402');
@@ -168,6 +178,39 @@ describe('workspace ids', () => {
     expect(blake2bHex('', 64)).toBe(
       '786a02f742015903c6c6fd852552d272912f4740e15847618a86e217f71f5419d25e1031afee585313896444934eb04b903a685b1448b755d56f701afe9be2ce',
     );
+  });
+
+  it('never derives one id for two different requests', () => {
+    // Each pair shared an id under AgentScope's "<userId>::<agentId>" and "user::<userId>".
+    const pairs: [WorkspaceRequest, IsolationPolicy, WorkspaceRequest, IsolationPolicy][] = [
+      [{ userId: 'a::b', agentId: 'c' }, 'per_agent', { userId: 'a', agentId: 'b::c' }, 'per_agent'],
+      [{ userId: 'a:', agentId: ':b' }, 'per_agent', { userId: 'a', agentId: '::b' }, 'per_agent'],
+      [{ userId: 'user', agentId: 'x' }, 'per_agent', { userId: 'x' }, 'per_user'],
+      [{ userId: '\ud800', agentId: 'a' }, 'per_agent', { userId: '\ufffd', agentId: 'a' }, 'per_agent'],
+      [{ userId: '\udc00x', agentId: 'a' }, 'per_agent', { userId: '\ufffdx', agentId: 'a' }, 'per_agent'],
+      [{ userId: '"', agentId: '' }, 'per_agent', { userId: '', agentId: '"' }, 'per_agent'],
+    ];
+    for (const [one, onePolicy, other, otherPolicy] of pairs)
+      expect(assignWorkspaceId(one, onePolicy), JSON.stringify([one, other])).not.toBe(
+        assignWorkspaceId(other, otherPolicy),
+      );
+    // And over many inputs built from the characters that separate, quote and escape.
+    const alphabet = ['', ':', '::', 'a', '"', '\\', ',', '[', '\ud800', '\ufffd'];
+    const seen = new Map<string, string>();
+    for (const userId of alphabet)
+      for (const agentId of alphabet)
+        for (const [request, policy] of [
+          [{ userId, agentId }, 'per_agent'],
+          [{ userId: userId + agentId }, 'per_user'],
+        ] as const) {
+          const key = JSON.stringify([policy, request.userId, 'agentId' in request ? request.agentId : null]);
+          const id = assignWorkspaceId(request, policy);
+          const earlier = seen.get(id);
+          if (earlier !== undefined && earlier !== key)
+            expect.fail(`${earlier} and ${key} both derive ${id}`);
+          seen.set(id, key);
+        }
+    expect(seen.size).toBeGreaterThan(100);
   });
 
   it('gives a fresh id per session, lets an explicit id win, and refuses what it cannot derive from', () => {
@@ -201,8 +244,8 @@ describe('WorkspaceManager', () => {
     const leases = await Promise.all(
       Array.from({ length: 50 }, () => manager.acquire({ userId: 'u1', agentId: 'coder' })),
     );
-    expect(place.opened).toEqual(['691c8c7feaab6f20']);
-    expect(opens.map((event) => event.workspaceId)).toEqual(['691c8c7feaab6f20']);
+    expect(place.opened).toEqual(['73893753d02401f19bba128900e6dc14']);
+    expect(opens.map((event) => event.workspaceId)).toEqual(['73893753d02401f19bba128900e6dc14']);
     expect(new Set(leases.map((lease) => lease.workspace)).size).toBe(1);
     expect(leases[0]?.workspace.state).toBe('ready');
     expect(manager.stats()).toMatchObject({ open: 1, leased: 1 });

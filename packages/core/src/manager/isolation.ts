@@ -3,7 +3,7 @@ import { WsError } from '../contracts/errors.js';
 import { blake2bHex } from './blake2b.js';
 
 /**
- * Which callers share a workspace, when they name none (the values are AgentScope's):
+ * Which callers share a workspace, when they name none (the names are AgentScope's):
  * - `per_agent` (the default): one workspace per (user, agent);
  * - `per_user`: one per user, shared by all of that user's agents;
  * - `per_session`: a fresh workspace for every request that names no workspace id.
@@ -45,11 +45,24 @@ function requireString(value: unknown, name: string, isolation: IsolationPolicy)
   return value;
 }
 
+/** Digest bytes of a derived id: 32 hex digits, as long as a `per_session` id. */
+const DERIVED_ID_BYTES = 16;
+
 /**
- * The workspace id of a request, exactly as AgentScope's `assign_workspace_id` derives it: an explicit
- * `workspaceId` as given; `per_agent`, the 16-hex BLAKE2b (8-byte digest) of `"<userId>::<agentId>"`;
- * `per_user`, that of `"user::<userId>"`; `per_session`, a fresh random id (32 hex). Pure but for
- * `per_session`.
+ * The id a policy derives from its inputs: the BLAKE2b digest of the JSON array
+ * `["ws", <policy>, ...inputs]`. The array keeps every input apart, so distinct requests never
+ * derive from the same text, whatever separators or surrogates their strings hold.
+ */
+function derivedId(isolation: IsolationPolicy, inputs: readonly string[]): string {
+  return blake2bHex(JSON.stringify(['ws', isolation, ...inputs]), DERIVED_ID_BYTES);
+}
+
+/**
+ * The workspace id of a request: an explicit `workspaceId` as given; `per_agent`, the 32-hex BLAKE2b
+ * (16-byte digest) of the JSON text `["ws","per_agent",<userId>,<agentId>]`; `per_user`, that of
+ * `["ws","per_user",<userId>]`; `per_session`, a fresh random id (32 hex). Distinct requests get
+ * distinct ids (AgentScope's `"<userId>::<agentId>"` let `a::b`/`c` and `a`/`b::c` share one). Pure
+ * but for `per_session`.
  *
  * @throws WsError `INVALID_ARGUMENT` for an unsafe `workspaceId`, an unknown policy, or a missing
  *   `userId` / `agentId` the policy needs.
@@ -65,10 +78,10 @@ export function assignWorkspaceId(
     case 'per_agent': {
       const userId = requireString(request.userId, 'userId', isolation);
       const agentId = requireString(request.agentId, 'agentId', isolation);
-      return blake2bHex(`${userId}::${agentId}`, 8);
+      return derivedId(isolation, [userId, agentId]);
     }
     case 'per_user':
-      return blake2bHex(`user::${requireString(request.userId, 'userId', isolation)}`, 8);
+      return derivedId(isolation, [requireString(request.userId, 'userId', isolation)]);
     case 'per_session':
       return generateId();
   }
