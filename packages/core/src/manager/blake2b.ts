@@ -1,6 +1,6 @@
 // BLAKE2b (RFC 7693) with a chosen digest length, unkeyed. Node's crypto offers BLAKE2b only with its
 // full 64-byte digest, and a shorter BLAKE2b digest is not a prefix of that one (the length is part
-// of the parameter block), so the 8-byte digests AgentScope derives workspace ids with need this.
+// of the parameter block), so the 16-byte digests workspace ids are derived with need this.
 
 const MASK = (1n << 64n) - 1n;
 
