@@ -311,10 +311,43 @@ describe('WorkspaceManager', () => {
     expect(manager.stats().open).toBe(2);
   });
 
+  it('bounds the whole acquire: a creation that never settles ends the wait with TIMEOUT and is aborted', async () => {
+    const place = world();
+    const hung = gate();
+    place.gates.set('hung', hung);
+    const signals: AbortSignal[] = [];
+    await using manager = new WorkspaceManager({
+      factory: (workspaceId, options) => {
+        if (options?.signal) signals.push(options.signal);
+        return new WorkspaceEngine({ workspaceId, provider: new HostProvider(workspaceId, place) });
+      },
+      maxOpen: 2,
+    });
+    // The provider's open waits at the gate and ignores its signal: it would never settle.
+    const first = manager.acquire({ workspaceId: 'hung', timeoutMs: 50 });
+    const second = manager.acquire({ workspaceId: 'hung', timeoutMs: 200 });
+    const error = await rejection(first);
+    expect(isWsError(error, 'TIMEOUT'), String(error)).toBe(true);
+    expect((error as WsError).message).toContain('was not created within 50 ms');
+    // Another caller still waits for that creation: it goes on.
+    expect(signals[0]?.aborted).toBe(false);
+    expect(isWsError(await rejection(second), 'TIMEOUT')).toBe(true);
+    // The last caller gave up: the creation is told to stop.
+    expect(signals[0]?.aborted).toBe(true);
+    // Other ids are served meanwhile.
+    expect((await manager.acquire({ workspaceId: 'other', timeoutMs: 5_000 })).workspace.state).toBe('ready');
+    // Once the hung open returns, the aborted creation fails and frees its slot; the id opens anew.
+    hung.open();
+    place.gates.delete('hung');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(manager.stats()).toMatchObject({ creating: 0 });
+    expect((await manager.acquire({ workspaceId: 'hung', timeoutMs: 5_000 })).workspace.state).toBe('ready');
+  });
+
   it('fails a caller that waited past its timeout with TIMEOUT, and forgets its place', async () => {
     const place = world();
     await using manager = managerOf(place, { maxOpen: 1, acquireTimeoutMs: 10 });
-    const held = await manager.acquire({ workspaceId: 'held' });
+    const held = await manager.acquire({ workspaceId: 'held', timeoutMs: 5_000 });
     const error = await rejection(manager.acquire({ workspaceId: 'late' }));
     expect(isWsError(error, 'TIMEOUT'), String(error)).toBe(true);
     expect((error as WsError).details).toMatchObject({ workspaceId: 'late', maxOpen: 1 });
@@ -329,7 +362,7 @@ describe('WorkspaceManager', () => {
     expect(isWsError(await rejection(waiting), 'ABORTED')).toBe(true);
     expect(manager.stats().queued).toBe(0);
     held.release();
-    expect((await manager.acquire({ workspaceId: 'late' })).workspace.state).toBe('ready');
+    expect((await manager.acquire({ workspaceId: 'late', timeoutMs: 5_000 })).workspace.state).toBe('ready');
     expect(place.opened).toEqual(['held', 'late']);
   });
 

@@ -41,7 +41,10 @@ export interface WorkspaceManagerOptions<W extends Workspace> {
    * beyond it wait, first come first served. Default: `Infinity`.
    */
   maxOpen?: number;
-  /** How long a caller waits for a free slot before failing with `TIMEOUT`, in ms. Default: 60 000. */
+  /**
+   * How long a caller waits, for a free slot and then for the workspace to be created, before failing
+   * with `TIMEOUT`, in ms. Default: 60 000.
+   */
   acquireTimeoutMs?: number;
   /**
    * A workspace nobody holds a lease on and with no call in flight is closed once unused this long,
@@ -59,7 +62,11 @@ export interface WorkspaceManagerOptions<W extends Workspace> {
 
 /** Options of {@link WorkspaceManager.acquire} and {@link WorkspaceManager.get}. */
 export interface AcquireOptions extends WorkspaceRequest, CallOptions {
-  /** This call's wait for a free slot, in ms (not the creation itself). Default: the manager's `acquireTimeoutMs`. */
+  /**
+   * This call's whole wait, for a free slot and for the creation, in ms. A creation that outlasts the
+   * wait of every caller of its id is aborted (its factory and `initialize()` get the signal). Default:
+   * the manager's `acquireTimeoutMs`.
+   */
   timeoutMs?: number;
 }
 
@@ -222,8 +229,8 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
    * The workspace of a request, created and initialized on first use, with a lease that keeps it from
    * eviction until released. Concurrent callers of one id share one creation.
    *
-   * @throws WsError `INVALID_ARGUMENT` for a bad request; `TIMEOUT` when no slot came free within the
-   *   timeout; `ABORTED` when `signal` fires (a creation already under way goes on, for later callers);
+   * @throws WsError `INVALID_ARGUMENT` for a bad request; `TIMEOUT` when no slot came free and the
+   *   workspace was not created within the timeout; `ABORTED` when `signal` fires (a creation already under way goes on, for later callers);
    *   `DISPOSED` after the manager was disposed; what the factory or `initialize()` throws.
    */
   async acquire(options: AcquireOptions = {}): Promise<WorkspaceLease<W>> {
@@ -369,6 +376,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     throwIfAborted(options.signal);
     const workspaceId = this.assignWorkspaceId(options);
     const timeoutMs = checkDuration(options.timeoutMs ?? this.acquireTimeoutMs, 'timeoutMs');
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       let entry = this.entries.get(workspaceId);
       // A workspace closed behind the manager's back (through the workspace itself) is replaced.
@@ -380,7 +388,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
       if (entry.state !== 'open') {
         entry.waiters++;
         try {
-          await this.waitFor(entry, options.signal, timeoutMs);
+          await this.waitFor(entry, options.signal, timeoutMs, deadline);
         } catch (error) {
           if (error !== CANCELLED) throw error;
         } finally {
@@ -398,11 +406,20 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     }
   }
 
-  /** Waits for a slot (up to `timeoutMs`), then for the creation; `signal` ends the wait. */
-  private async waitFor(entry: Entry<W>, signal: AbortSignal | undefined, timeoutMs: number): Promise<void> {
+  /**
+   * Waits for a slot, then for the creation, until `deadline` (`timeoutMs` after the call began);
+   * `signal` ends the wait. A creation that outlasts the wait of its last caller is aborted.
+   */
+  private async waitFor(
+    entry: Entry<W>,
+    signal: AbortSignal | undefined,
+    timeoutMs: number,
+    deadline: number,
+  ): Promise<void> {
+    const left = () => Math.max(0, deadline - performance.now());
     if (entry.state === 'queued') {
       await race(entry.slot.promise, signal, {
-        ms: timeoutMs,
+        ms: left(),
         error: () =>
           new WsError(
             'TIMEOUT',
@@ -411,7 +428,19 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
           ),
       });
     }
-    await race(entry.ready, signal);
+    try {
+      await race(entry.ready, signal, {
+        ms: left(),
+        error: () =>
+          new WsError('TIMEOUT', `The workspace ${entry.id} was not created within ${timeoutMs} ms`, {
+            details: { workspaceId: entry.id, timeoutMs },
+          }),
+      });
+    } catch (error) {
+      if (isWsError(error, 'TIMEOUT') && entry.waiters === 1 && entry.state === 'creating')
+        entry.abort.abort(error);
+      throw error;
+    }
   }
 
   private startEntry(workspaceId: string): Entry<W> {
