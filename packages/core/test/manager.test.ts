@@ -79,6 +79,10 @@ class HostProvider implements Provider {
           env: process.env,
           signal: execOptions.signal,
           timeoutMs: execOptions.timeoutMs,
+          stdin: execOptions.stdin,
+          onStdout: execOptions.onStdout,
+          onStderr: execOptions.onStderr,
+          maxOutputBytes: execOptions.maxOutputBytes,
         }),
       async readFile(path: string) {
         return readFileSync(join(workdir, path));
@@ -309,6 +313,40 @@ describe('WorkspaceManager', () => {
     expect((await joining).workspace).toBe((await waiting[1])?.workspace);
     expect(place.opened.filter((id) => id === 'four')).toHaveLength(1);
     expect(manager.stats().open).toBe(2);
+  });
+
+  it('never evicts a workspace while a stream handed out from it is being read', async () => {
+    const place = world();
+    await using manager = managerOf(place, { maxOpen: 1, acquireTimeoutMs: 5_000 });
+    const reading = await manager.get({ workspaceId: 'reading' });
+    const size = 4 * 1024 * 1024;
+    await reading.getSandbox().writeFile('big.bin', new Uint8Array(size).fill(7));
+    const stream = await reading.getSandbox().readStream('big.bin');
+    const iterator = stream[Symbol.asyncIterator]();
+    let received = (await iterator.next()).value?.byteLength ?? 0;
+    // Nobody holds a lease and no call is running, but the stream is not read to its end.
+    const error = await rejection(manager.acquire({ workspaceId: 'next', timeoutMs: 300 }));
+    expect(isWsError(error, 'TIMEOUT'), String(error)).toBe(true);
+    expect(reading.state).toBe('ready');
+    for (;;) {
+      const step = await iterator.next();
+      if (step.done) break;
+      received += step.value.byteLength;
+    }
+    expect(received).toBe(size);
+    // Read to its end, it no longer holds the workspace: the next caller gets the slot.
+    const next = await manager.acquire({ workspaceId: 'next' });
+    expect(reading.state).toBe('closed');
+    next.release();
+    // A stream given up (break) lets the workspace go too.
+    const again = await manager.get({ workspaceId: 'reading' });
+    const chunks = await again.getSandbox().readStream('big.bin');
+    expect(
+      isWsError(await rejection(manager.acquire({ workspaceId: 'third', timeoutMs: 300 })), 'TIMEOUT'),
+    ).toBe(true);
+    for await (const _chunk of chunks) break;
+    expect((await manager.acquire({ workspaceId: 'third', timeoutMs: 5_000 })).workspace.state).toBe('ready');
+    expect(again.state).toBe('closed');
   });
 
   it('bounds the whole acquire: a creation that never settles ends the wait with TIMEOUT and is aborted', async () => {

@@ -87,6 +87,40 @@ function counted<T extends object>(target: T, activity: Activity, maps: ResultMa
 const countedTools = (activity: Activity) => (tools: unknown) =>
   (tools as Tool[]).map((tool) => counted(tool, activity));
 
+/**
+ * A stream handed out is live work until it is read to its end, fails, or is given up (`break`,
+ * `return()`): a workspace is not evicted under a reader.
+ */
+function countedStream(stream: AsyncIterable<Uint8Array>, activity: Activity): AsyncIterable<Uint8Array> {
+  const end = activity.begin();
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+      const iterator = stream[Symbol.asyncIterator]();
+      return {
+        async next() {
+          try {
+            const step = await iterator.next();
+            if (step.done) end();
+            return step;
+          } catch (error) {
+            end();
+            throw error;
+          }
+        },
+        async return(value?: unknown) {
+          end();
+          return iterator.return ? iterator.return(value) : { done: true, value: undefined };
+        },
+        async throw(error?: unknown) {
+          end();
+          if (iterator.throw) return iterator.throw(error);
+          throw error;
+        },
+      };
+    },
+  };
+}
+
 function countedSandbox(sandbox: CompleteSandbox, activity: Activity): CompleteSandbox {
   return counted(sandbox, activity, {
     // A spawned process is live work until it exits.
@@ -95,6 +129,7 @@ function countedSandbox(sandbox: CompleteSandbox, activity: Activity): CompleteS
       (process as SandboxProcess).exited.then(end, end);
       return process;
     },
+    readStream: (stream) => countedStream(stream as AsyncIterable<Uint8Array>, activity),
   });
 }
 
