@@ -33,11 +33,19 @@ function mayBeOpen(record: string): boolean {
 
 // $1 folder, $2 this object's file: (re)creates it.
 const ATTACH = 'mkdir -p -- "$1" && touch -- "$1/$2"';
+/**
+ * How far ahead of the sandbox's clock a record may be dated and still count (a clock stepped back
+ * meanwhile). Records are touched on that same clock, so one dated later was planted: it never counts
+ * as a user, or a sandbox could be kept running for ever by a file dated 2099.
+ */
+const FUTURE_SLACK_SECONDS = 60;
+
 // $1 folder, $2 this object's file, $3 seconds after which a file is stale: removes this object's
-// file and prints the others that are fresh.
+// file and prints the others that are fresh (touched within $3 seconds and not in the future).
 const DETACH = `rm -f -- "$1/$2"
 [ -d "$1" ] || exit 0
-find "$1" -mindepth 1 -maxdepth 1 -type f -newermt "@$(( $(date +%s) - $3 ))" -printf '%f\\n'`;
+now=$(date +%s)
+find "$1" -mindepth 1 -maxdepth 1 -type f -newermt "@$(( now - $3 ))" ! -newermt "@$(( now + ${FUTURE_SLACK_SECONDS} ))" -printf '%f\\n'`;
 
 /**
  * Who uses a shared sandbox: one file per workspace object attached to it, in `folder` inside the
@@ -99,7 +107,7 @@ export interface AttachedRecords {
  * Reads the attachment records in `folder` of a running sandbox without changing them, for a reaper.
  * Ages are taken on the sandbox's own clock, so a skew between host and sandbox does not matter. A
  * record of a dead process of this machine is never fresh; one of another machine's process stays
- * fresh until it is `staleMs` old.
+ * fresh until it is `staleMs` old; one dated in the sandbox's future counts for nothing.
  */
 export async function readAttachedRecords(
   sandbox: WsSandbox,
@@ -124,7 +132,9 @@ export async function readAttachedRecords(
   for (const line of lines) {
     const space = line.indexOf(' ');
     const touched = Number(line.slice(0, space)) * 1000;
-    if (space < 0 || !Number.isFinite(touched)) continue;
+    // A record dated in the sandbox's future was planted: it is no sign of use.
+    if (space < 0 || !Number.isFinite(touched) || touched > sandboxNow + FUTURE_SLACK_SECONDS * 1000)
+      continue;
     newest = Math.max(newest, touched);
     if (sandboxNow - touched < staleMs && mayBeOpen(line.slice(space + 1))) fresh = true;
   }
