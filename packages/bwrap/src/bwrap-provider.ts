@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { realpath, rename, rm, writeFile } from 'node:fs/promises';
+import { realpath, rename, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import { type CallOptions, WsError } from '@ws/core';
@@ -14,6 +14,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   privateHostDir,
+  removeTree,
   spawnHostProcess,
   throwIfAborted,
 } from '@ws/core/backend';
@@ -242,11 +243,12 @@ export class BwrapProvider implements Provider {
     await link?.stop().catch(() => {});
     await this.sandbox?.dispose();
     this.sandbox = undefined;
-    for (const path of this.owned.splice(0)) await rm(path, { recursive: true, force: true }).catch(() => {});
+    // The sandbox wrote in these folders: removing them follows none of the links it may have left.
+    for (const path of this.owned.splice(0)) await removeTree(path).catch(() => {});
   }
 
   async destroy(): Promise<void> {
     if (this.options.hostWorkdir === undefined) return;
-    await rm(assertDeletableHostDir(this.options.hostWorkdir), { recursive: true, force: true });
+    await removeTree(assertDeletableHostDir(this.options.hostWorkdir));
   }
 }

@@ -1,4 +1,4 @@
-import { lstat, readdir, rm } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type GcOptions, type GcReport, isWsError, WsError } from '@ws/core';
@@ -10,6 +10,7 @@ import {
   type GcResource,
   processAlive,
   type Reaper,
+  removeTree,
 } from '@ws/core/backend';
 import { defaultRuntimeDir } from './bwrap-provider.js';
 
@@ -132,7 +133,8 @@ export async function gcBwrap(options: BwrapGcOptions): Promise<GcReport> {
     else if (checked.dryRun) ledger.remove(resource);
     else {
       try {
-        await rm(path, { recursive: true, force: true });
+        // The sandbox could write in a /tmp or workdir being removed: no link in it is followed.
+        await removeTree(path);
         ledger.remove(resource);
       } catch (error) {
         ledger.keep(

@@ -19,6 +19,7 @@ export {
   normalizeInput,
   OutputCollector,
 } from './backend/exec-result.js';
+export { removeTree } from './backend/held-folder.js';
 export { clearWriterLeftovers } from './backend/host-leftovers.js';
 export {
   assertDeletableHostDir,

@@ -1,8 +1,9 @@
 import type { Dirent } from 'node:fs';
-import { lstat, readdir, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { lstat } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
 import { fromErrno, isWsError, WsError } from '../contracts/errors.js';
 import type { GcLedger } from '../manager/gc.js';
+import { HeldFolder } from './held-folder.js';
 import { processAlive } from './host-paths.js';
 
 /**
@@ -61,22 +62,26 @@ export async function clearWriterLeftovers(
       throw new WsError('NOT_A_DIRECTORY', `The root ${root} is not a folder`, { details: { path: root } });
   }
   const { olderThanMs, dryRun } = ledger.options;
-  const pending = [...resolved];
-  const seen = new Set<string>();
-  while (pending.length > 0) {
+  // Each folder is held open while it is searched, and reached from its parent without following a
+  // link: the sandbox may swap a folder for a link to the host's files at any moment.
+  const search = async (folder: HeldFolder): Promise<void> => {
     ledger.throwIfAborted();
-    const folder = pending.pop() as string;
-    if (seen.has(folder)) continue;
-    seen.add(folder);
-    const entries = await readdir(folder, { withFileTypes: true }).catch(() => [] as Dirent[]);
+    const entries = await folder.list().catch(() => [] as Dirent[]);
     for (const entry of entries) {
-      const path = join(folder, entry.name);
       const found = leftover(entry);
       if (!found) {
-        if (entry.isDirectory()) pending.push(path);
+        if (!entry.isDirectory()) continue;
+        const child = await folder.child(entry.name).catch(() => undefined);
+        if (!child) continue;
+        try {
+          await search(child);
+        } finally {
+          await child.close();
+        }
         continue;
       }
-      const modified = await lstat(path).then(
+      const path = join(folder.path, entry.name);
+      const modified = await lstat(folder.entry(entry.name)).then(
         (info) => info.mtimeMs,
         () => undefined,
       );
@@ -88,7 +93,7 @@ export async function clearWriterLeftovers(
       else if (dryRun === true) ledger.remove(resource);
       else {
         try {
-          await rm(path, { recursive: entry.isDirectory(), force: true });
+          await folder.remove(entry.name);
           ledger.remove(resource);
         } catch (error) {
           ledger.keep(
@@ -98,6 +103,20 @@ export async function clearWriterLeftovers(
           );
         }
       }
+    }
+  };
+  // A root inside another is searched as part of it.
+  const outermost = [...new Set(resolved)].filter(
+    (root) =>
+      !resolved.some((other) => other !== root && root.startsWith(other.endsWith(sep) ? other : other + sep)),
+  );
+  for (const root of outermost) {
+    const folder = await HeldFolder.open(root);
+    if (!folder) continue;
+    try {
+      await search(folder);
+    } finally {
+      await folder.close();
     }
   }
 }
