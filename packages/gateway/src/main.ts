@@ -7,13 +7,15 @@ import { GATEWAY_MUX_PATH, GATEWAY_MUX_UPGRADE, MuxEndpoint } from '@ws/core/gat
 import { createGatewayServer } from './server.js';
 
 // node gateway.mjs (--socket PATH | --port N [--host 127.0.0.1|::1] [--port-file PATH] |
-//                   --stdio) [--idle-exit-ms MS] --workdir DIR
+//                   --stdio [--ping-ms MS]) [--idle-exit-ms MS] --workdir DIR
 //                   [--allow ROOT]... [--secrets-stdin] [--nonce N] [--pid-file PATH]
 //
 // The gateway listens on a unix socket or a loopback port, never on another address; or, with
 // --stdio, it serves connections multiplexed over its own stdin and stdout (the host's MuxEndpoint
 // framing, after the secrets line) and exits when the host has sent nothing, not even a ping, for
-// --idle-exit-ms. In that mode nothing but frames goes to stdout; the log goes to stderr.
+// --idle-exit-ms. It pings the host every --ping-ms (default 10 000), so that the host can tell a
+// stalled channel from a quiet one. In that mode nothing but frames goes to stdout; the log goes to
+// stderr.
 // On a port, a host may also upgrade a connection (`GET /mux`, `Upgrade: ws-gateway-mux`, the
 // bearer token) to carry the same frames over it: the way in through a vendor's HTTP reverse proxy.
 // There, --idle-exit-ms counts from the last frame heard on any such connection.
@@ -34,12 +36,20 @@ const { values } = parseArgs({
     allow: { type: 'string', multiple: true },
     stdio: { type: 'boolean', default: false },
     'idle-exit-ms': { type: 'string' },
+    'ping-ms': { type: 'string' },
   },
 });
 
 function fail(message: string): never {
   process.stderr.write(`gateway: ${message}\n`);
   process.exit(2);
+}
+
+/** How often the stdio channel pings the host (`--ping-ms`, default 10 000). */
+function pingMs(): number {
+  const value = Number(values['ping-ms'] ?? 10_000);
+  if (!Number.isFinite(value) || value < 10) fail('--ping-ms must be a number of at least 10');
+  return value;
 }
 
 /** The first line of stdin (at most 64 KiB) and what came after it in the same read. */
@@ -114,6 +124,8 @@ if (values.stdio) {
       ),
     onOpen: (stream) => server.emit('connection', stream),
     onNoise: (line) => process.stderr.write(`gateway: not a frame: ${line.slice(0, 200)}\n`),
+    // The host takes a channel it hears nothing from for a while as stalled.
+    pingMs: pingMs(),
   });
   process.stdout.on('error', shutdown);
   process.stdin.setEncoding('utf8');
@@ -164,6 +176,8 @@ if (values.stdio) {
         ),
       onOpen: (stream) => server.emit('connection', stream),
       onNoise: (line) => process.stderr.write(`gateway: not a frame: ${line.slice(0, 200)}\n`),
+      // The host takes a channel it hears nothing from for a while as stalled.
+      pingMs: pingMs(),
     });
     muxes.add(mux);
     // Not setEncoding: an HTTP server's socket refuses it; frames are ASCII, split anywhere.

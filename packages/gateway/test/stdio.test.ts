@@ -127,3 +127,94 @@ describe('gateway over stdio', () => {
     child.stdin.destroy();
   });
 });
+
+describe('gateway over stdio, stalled', () => {
+  const stalledRoot = mkdtempSync(join(tmpdir(), 'ws-gateway-stalled-'));
+  const stalledHost = new LocalSandbox({ workdir: stalledRoot });
+  afterAll(() => rmSync(stalledRoot, { recursive: true, force: true }));
+
+  /** A link to a gateway whose process the test can freeze (SIGSTOP): its output stops, nothing closes. */
+  function frozenLink(keepAlive?: { pingMs: number; silenceMs: number }) {
+    const started: SandboxProcess[] = [];
+    const link = new GatewayLink(
+      sandboxGatewayLauncher({
+        start: async (argv) => {
+          const child = textOnly(await stalledHost.spawn(argv, { cwd: stalledRoot }));
+          started.push(child);
+          return child;
+        },
+        node: process.execPath,
+        bundle,
+        workdir: stalledRoot,
+        socket: { kind: 'stdio' },
+        ...(keepAlive ? { keepAlive } : {}),
+      }),
+    );
+    const sandbox = new GatewaySandbox({ direct: stalledHost, link, routeExec: true });
+    const freeze = () => process.kill(started.at(-1)?.pid as number, 'SIGSTOP');
+    const thaw = () => {
+      for (const child of started) {
+        try {
+          if (child.pid) process.kill(child.pid, 'SIGCONT');
+        } catch {
+          // Gone already: the link stopped it.
+        }
+      }
+    };
+    return { link, sandbox, freeze, thaw };
+  }
+
+  async function failure(call: Promise<unknown>): Promise<unknown> {
+    return call.then(
+      () => new Error('expected the call to fail'),
+      (error: unknown) => error,
+    );
+  }
+
+  it("fails a command whose answer never comes soon after the command's own timeout, as maybe run", async () => {
+    // The default keep-alive (a 30 s silence): the command's deadline is what ends the call.
+    const { link, sandbox, freeze, thaw } = frozenLink();
+    try {
+      await link.start();
+      expect((await sandbox.exec(['echo', 'before'])).stdoutText).toBe('before\n');
+      freeze();
+      const began = Date.now();
+      const error = await failure(sandbox.exec(['sh', '-c', 'sleep 1; echo done'], { timeoutMs: 1_000 }));
+      expect(isWsError(error, 'BACKEND_UNAVAILABLE'), String(error)).toBe(true);
+      expect((error as { details?: { mayHaveRun?: boolean } }).details?.mayHaveRun).toBe(true);
+      expect(String((error as Error).cause)).toContain('the channel to the gateway stalled');
+      // The command's 1 s, the 10 s grace, and the health check that finds the gateway gone.
+      expect(Date.now() - began).toBeLessThan(25_000);
+      // The next call relaunches the gateway.
+      thaw();
+      await link.start();
+      expect((await sandbox.exec(['echo', 'after'])).stdoutText).toBe('after\n');
+    } finally {
+      thaw();
+      await link.stop();
+    }
+  }, 60_000);
+
+  it('notices a gateway that stopped answering within the silence time, for calls with no timeout', async () => {
+    const { link, sandbox, freeze, thaw } = frozenLink({ pingMs: 100, silenceMs: 1_000 });
+    try {
+      await link.start();
+      await sandbox.writeFile('stalled.txt', 'here');
+      // Quiet is not stalled: with nothing to say, the gateway's pings keep the channel up.
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(new TextDecoder().decode(await sandbox.readFile('stalled.txt'))).toBe('here');
+      freeze();
+      const began = Date.now();
+      const error = await failure(sandbox.exec(['sleep', '30']));
+      expect(isWsError(error, 'BACKEND_UNAVAILABLE'), String(error)).toBe(true);
+      expect((error as { details?: { mayHaveRun?: boolean } }).details?.mayHaveRun).toBe(true);
+      expect(Date.now() - began).toBeLessThan(15_000);
+      thaw();
+      await link.start();
+      expect(new TextDecoder().decode(await sandbox.readFile('stalled.txt'))).toBe('here');
+    } finally {
+      thaw();
+      await link.stop();
+    }
+  }, 60_000);
+});

@@ -54,6 +54,9 @@ export interface GatewaySandboxOptions {
 
 // The longest line of a command's output stream: a frame holds one base64 chunk, far below this.
 const MAX_FRAME_CHARS = 16 * 1024 * 1024;
+// How long after a command's own timeout its answer may take (the gateway's kill grace, a slow
+// transport) before the call fails as stalled.
+const EXEC_ANSWER_GRACE_MS = 10_000;
 // After a launch fails, file and command calls use the direct path for this long before trying again.
 const RELAUNCH_BACKOFF_MS = 30_000;
 
@@ -194,7 +197,41 @@ export class GatewaySandbox implements Sandbox {
         else if (stdin) yield* stdin;
       },
     };
-    const response = await this.send('POST', '/exec', { body, signal: options.signal }, false);
+    // The gateway stops the command at its timeout and answers at once; no answer well after that
+    // means the channel stalled, and the call fails (maybe run) instead of waiting for ever.
+    const deadline = options.timeoutMs !== undefined ? new AbortController() : undefined;
+    const timer =
+      deadline && setTimeout(() => deadline.abort(), (options.timeoutMs as number) + EXEC_ANSWER_GRACE_MS);
+    const signal =
+      deadline && options.signal
+        ? AbortSignal.any([options.signal, deadline.signal])
+        : (deadline?.signal ?? options.signal);
+    const stalled = async () =>
+      this.options.link.diagnose(
+        new Error(
+          `no answer came within ${(options.timeoutMs as number) + EXEC_ANSWER_GRACE_MS} ms of a command given ${options.timeoutMs} ms: the channel to the gateway stalled`,
+        ),
+        true,
+      );
+    try {
+      return await this.execThroughGateway(argv, options, body, limit, signal);
+    } catch (error) {
+      if (deadline?.signal.aborted && !options.signal?.aborted) throw await stalled();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** `exec` once routed to the gateway; `signal` also fires at the call's answer deadline. */
+  private async execThroughGateway(
+    argv: readonly string[],
+    options: ExecOptions,
+    body: AsyncIterable<Uint8Array>,
+    limit: number,
+    signal: AbortSignal | undefined,
+  ): Promise<ExecResult> {
+    const response = await this.send('POST', '/exec', { body, signal }, false);
     if (!response) return this.options.direct.exec(argv, options);
     if ((response.statusCode ?? 500) >= 400)
       throw errorFromResponse(response.statusCode ?? 500, await readText(response));
@@ -227,13 +264,13 @@ export class GatewaySandbox implements Sandbox {
         }
       }
     } catch (error) {
-      if (options.signal?.aborted) throw abortError(options.signal);
+      if (signal?.aborted) throw abortError(signal);
       if (error instanceof WsError) throw error;
       throw await this.options.link.diagnose(error, true);
     } finally {
       response.destroy();
     }
-    if (options.signal?.aborted) throw abortError(options.signal);
+    if (signal?.aborted) throw abortError(signal);
     if (!exit)
       throw await this.options.link.diagnose(new Error('the command stream ended without an exit'), true);
     return createExecResult({

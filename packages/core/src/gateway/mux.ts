@@ -36,6 +36,13 @@ export interface MuxEndpointOptions {
   maxFrameBytes?: number;
   /** Sends a ping this often (milliseconds), so the other side can tell it is still wanted. */
   pingMs?: number;
+  /**
+   * Closes the channel when nothing (not even a ping) came from the other side for this long, in ms:
+   * a peer that stalls without closing (its output frozen, a proxy that stopped forwarding) fails the
+   * calls in flight instead of holding them for ever. Checked every `pingMs`; set it to a few pings of
+   * the other side's.
+   */
+  silenceMs?: number;
   /** Called once when the channel ends (closed or failed): release what carries it. */
   onClose?(error: Error): void;
 }
@@ -95,7 +102,14 @@ export class MuxEndpoint {
     this.window = options.window ?? DEFAULT_WINDOW;
     this.frameBytes = options.maxFrameBytes ?? DEFAULT_FRAME_BYTES;
     if (options.pingMs !== undefined) {
-      this.pinger = setInterval(() => void this.enqueue('p').catch(() => {}), options.pingMs);
+      const silenceMs = options.silenceMs;
+      this.pinger = setInterval(() => {
+        if (silenceMs !== undefined && Date.now() - this.lastReceived > silenceMs) {
+          this.close(new Error(`nothing came over the channel for ${silenceMs} ms: the other side stalled`));
+          return;
+        }
+        void this.enqueue('p').catch(() => {});
+      }, options.pingMs);
       this.pinger.unref();
     }
   }

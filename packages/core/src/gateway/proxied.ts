@@ -174,6 +174,9 @@ export function upgradeToMux(
           ),
         onNoise,
         pingMs,
+        // The gateway pings as often: three pings unheard, the connection stalled (a proxy that
+        // stopped forwarding without closing it).
+        silenceMs: 3 * pingMs,
         // Closing the channel (the gateway stopped, the host let go) ends the connection.
         onClose: () => socket.destroy(),
       });

@@ -39,10 +39,15 @@ export interface ProxiedEndpoint {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
-/** How often the host pings a gateway served over stdio. */
+/** How often the host and a gateway served over stdio ping each other. */
 export const STDIO_PING_MS = 10_000;
 /** How long a gateway served over stdio waits without hearing from the host before it exits. */
 export const STDIO_IDLE_EXIT_MS = 45_000;
+/**
+ * How long the host waits without hearing from a gateway served over stdio (which pings every
+ * {@link STDIO_PING_MS}) before it takes the channel for stalled and fails the calls in flight.
+ */
+export const STDIO_SILENCE_MS = 30_000;
 
 /** Options of {@link sandboxGatewayLauncher}: what one backend supplies to run the gateway. */
 export interface SandboxGatewayOptions {
@@ -59,6 +64,11 @@ export interface SandboxGatewayOptions {
   readonly socket: GatewaySocketPlace;
   /** How long a gateway whose stdin was closed may take to exit before it is killed. Default 2 000 ms. */
   readonly stopGraceMs?: number;
+  /**
+   * Over stdio: how often each side pings, and how long the host hears nothing before it fails the
+   * channel. Default {@link STDIO_PING_MS} and {@link STDIO_SILENCE_MS}.
+   */
+  readonly keepAlive?: { readonly pingMs: number; readonly silenceMs: number };
 }
 
 const LOG_TAIL_BYTES = 4_096;
@@ -75,6 +85,7 @@ const DEFAULT_STOP_GRACE_MS = 2_000;
 export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayLauncher {
   const log = new TailBuffer(LOG_TAIL_BYTES);
   const { socket } = options;
+  const keepAlive = options.keepAlive ?? { pingMs: STDIO_PING_MS, silenceMs: STDIO_SILENCE_MS };
   return {
     async launch({ token, nonce }, { signal }): Promise<LaunchedGateway> {
       const name = `gateway-${nonce.slice(0, 12)}.sock`;
@@ -82,7 +93,7 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
         options.node,
         options.bundle,
         ...(socket.kind === 'stdio'
-          ? ['--stdio', '--idle-exit-ms', String(STDIO_IDLE_EXIT_MS)]
+          ? ['--stdio', '--idle-exit-ms', String(STDIO_IDLE_EXIT_MS), '--ping-ms', String(keepAlive.pingMs)]
           : socket.kind === 'proxied'
             ? ['--port', '0', '--host', '127.0.0.1', '--idle-exit-ms', String(STDIO_IDLE_EXIT_MS)]
             : ['--socket', `${socket.inside}/${name}`]),
@@ -96,7 +107,8 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
           ? new MuxEndpoint({
               send: (text) => process.write(text),
               onNoise: (line) => log.push(new TextEncoder().encode(`${line}\n`)),
-              pingMs: STDIO_PING_MS,
+              pingMs: keepAlive.pingMs,
+              silenceMs: keepAlive.silenceMs,
             })
           : undefined;
       const copy = async (stream: AsyncIterable<Uint8Array>) => {
