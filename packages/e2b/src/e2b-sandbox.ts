@@ -499,9 +499,10 @@ export class E2BSandbox implements WsSandbox {
       this,
       resolveSandboxPath(this.workdir, path),
       options,
-      // A copy: the SDK sends an ArrayBuffer, which for a view would be the whole underlying buffer.
-      async (temporary) =>
-        void (await this.sandbox.files.write(temporary, bytes.slice().buffer as ArrayBuffer)),
+      // A copy of exactly these bytes: the SDK sends an ArrayBuffer, which for a view would be the
+      // whole underlying buffer (a Buffer's `slice()` is a view too: for one from Node's pool, 8 KiB
+      // of this process's memory).
+      async (temporary) => void (await this.sandbox.files.write(temporary, new Uint8Array(bytes).buffer)),
       (error, target) => translateE2BError(error, `writing ${target}`, target),
     );
   }

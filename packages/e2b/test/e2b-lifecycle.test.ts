@@ -29,6 +29,29 @@ async function sandboxesOf(workspaceId: string) {
 }
 
 describe.skipIf(problem !== undefined)('E2BWorkspace on the emulator', () => {
+  it("writes exactly a view's bytes through the SDK, never the buffer behind it (no host memory)", async () => {
+    // Without the gateway, files go through the SDK, which sends an ArrayBuffer.
+    const workspace = open(generateId(), { gateway: false });
+    await workspace.initialize();
+    try {
+      const sandbox = workspace.getSandbox();
+      // A small Buffer from Node's pool is a view into 8 KiB of this process's memory.
+      const pooled = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJ', 'base64');
+      expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.byteLength);
+      const window = new Uint8Array(4096).fill(7).subarray(100, 200);
+      for (const [name, bytes] of [
+        ['pooled.bin', pooled],
+        ['window.bin', window],
+      ] as const) {
+        await sandbox.writeFile(name, bytes);
+        expect((await sandbox.stat(name)).size, name).toBe(bytes.byteLength);
+        expect(Buffer.from(await sandbox.readFile(name)).equals(Buffer.from(bytes)), name).toBe(true);
+      }
+    } finally {
+      await workspace.destroy();
+    }
+  });
+
   it('pauses on close and resumes the same sandbox with its files for a new object on the id', async () => {
     const workspaceId = generateId();
     const bytes = randomBytes(1024 * 1024);
