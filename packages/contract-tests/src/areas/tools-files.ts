@@ -104,6 +104,36 @@ export function toolsFilesArea(context: AreaContext): void {
 
     conformanceCase(
       context,
+      'read.endless',
+      'refuses a FIFO that a writer fills for ever, at once and holding nothing',
+      async () => {
+        // What a hostile agent plants: a FIFO with `cat /dev/zero` waiting to fill whoever opens it
+        // (started with none of the command's output streams, so the command ends at once).
+        const fifo = fresh('endless');
+        const planted = await sandbox.exec(
+          [
+            'sh',
+            '-c',
+            `mkfifo "$1" && { sh -c 'exec cat /dev/zero > "$1"' sh "$1" </dev/null >/dev/null 2>&1 & } && echo planted`,
+            'sh',
+            fifo,
+          ],
+          { timeoutMs: 10_000 },
+        );
+        expect(planted.stdoutText.trim(), planted.stderrText).toBe('planted');
+        expect(errorText(await read.call({ file_path: fifo }))).toBe(
+          `Error: ${fifo} is not a regular file (a FIFO, device or socket); Read shows files.`,
+        );
+        // The writer (where it outlived its command) waits for a reader that never came: opened and
+        // closed at once (read-write, which does not block), the FIFO ends it.
+        await sandbox.exec(['sh', '-c', 'exec 3<>"$1"; exec 3<&-; rm -f "$1"', 'sh', fifo], {
+          timeoutMs: 10_000,
+        });
+      },
+    );
+
+    conformanceCase(
+      context,
       'read.empty-and-binary',
       'says when a file is empty, and refuses binary files',
       async () => {

@@ -30,6 +30,8 @@ export const READ_MAX_LINE_CHARS = 2_000;
 export const MAX_EDITABLE_FILE_BYTES = 64 * 1024 * 1024;
 /** Largest image Read returns as image content. */
 export const READ_MAX_IMAGE_BYTES = 20 * 1024 * 1024;
+/** The largest PDF Read opens. */
+export const READ_MAX_PDF_BYTES = 64 * 1024 * 1024;
 /** What a model accepts by default: the four common image types. */
 export const DEFAULT_MODEL_INPUT_TYPES: readonly string[] = [
   'image/png',
@@ -131,6 +133,11 @@ export function createReadTool(environment: ToolEnvironment): Tool<ReadInput> {
           throw error;
         }
         if (info.type === 'directory') return errorResult(`Error: Path is a directory, not a file: ${path}`);
+        // A FIFO or a device has no end (its size says 0): reading it would never stop.
+        if (info.type !== 'file')
+          return errorResult(
+            `Error: ${path} is not a regular file (a FIFO, device or socket); Read shows files.`,
+          );
         const extension = posix.extname(path).toLowerCase();
         if (extension === '.pdf') return await readPdf(environment, sandbox, path, input.pages, options);
         const imageType = IMAGE_TYPES[extension];
@@ -139,7 +146,9 @@ export function createReadTool(environment: ToolEnvironment): Tool<ReadInput> {
         const limit = input.limit ?? READ_MAX_LINES;
         if (info.size > MAX_EDITABLE_FILE_BYTES)
           return await readLargeText(sandbox, path, offset, limit, options);
-        const bytes = await sandbox.readFile(path, signalOf(options));
+        const bytes = await readAtMost(sandbox, path, MAX_EDITABLE_FILE_BYTES, options);
+        // It grew past the limit while it was read: read it as the large file it now is.
+        if (!bytes) return await readLargeText(sandbox, path, offset, limit, options);
         if (looksBinary(bytes)) {
           return errorResult(
             `Error: ${path} is a binary file (${bytes.byteLength} bytes); Read shows text files, images and PDFs.`,
@@ -157,6 +166,32 @@ export function createReadTool(environment: ToolEnvironment): Tool<ReadInput> {
 
 function signalOf(options: ToolCallOptions): { signal?: AbortSignal } {
   return options.signal ? { signal: options.signal } : {};
+}
+
+/**
+ * The whole file, or undefined as soon as more than `maxBytes` came (a file growing while it is
+ * read, as one an agent keeps appending to): never more than `maxBytes` and one chunk are held.
+ */
+async function readAtMost(
+  sandbox: CompleteSandbox,
+  path: string,
+  maxBytes: number,
+  options: ToolCallOptions,
+): Promise<Uint8Array | undefined> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of await sandbox.readStream(path, signalOf(options))) {
+    total += chunk.byteLength;
+    if (total > maxBytes) return undefined;
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(total);
+  let offset = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return bytes;
 }
 
 function formatLine(number: number, line: string): string {
@@ -208,7 +243,8 @@ async function readLargeText(
     if (previousEndedInCr && text.startsWith('\n')) text = text.slice(1);
     previousEndedInCr = text.endsWith('\r');
     const parts = normalizeNewlines(partial + text).split('\n');
-    partial = parts.pop() ?? '';
+    // A line is shown up to READ_MAX_LINE_CHARS: of one without an end in sight, keep no more.
+    partial = (parts.pop() ?? '').slice(0, READ_MAX_LINE_CHARS + 1);
     for (const line of parts) {
       if (take(line)) {
         done = true;
@@ -243,7 +279,11 @@ async function readImage(
       `Error: The image ${path} is ${info.size} bytes, more than the ${READ_MAX_IMAGE_BYTES} bytes Read returns.`,
     );
   }
-  const bytes = await sandbox.readFile(path, signalOf(options));
+  const bytes = await readAtMost(sandbox, path, READ_MAX_IMAGE_BYTES, options);
+  if (!bytes)
+    return errorResult(
+      `Error: The image ${path} grew past the ${READ_MAX_IMAGE_BYTES} bytes Read returns while it was read.`,
+    );
   return contentResult(
     [{ type: 'image', data: Buffer.from(bytes).toString('base64'), mimeType: mediaType }],
     {
@@ -263,7 +303,9 @@ async function readPdf(
   pages: string | undefined,
   options: ToolCallOptions,
 ): Promise<ToolResult> {
-  const data = await sandbox.readFile(path, signalOf(options));
+  const data = await readAtMost(sandbox, path, READ_MAX_PDF_BYTES, options);
+  if (!data)
+    return errorResult(`Error: ${path} is larger than the ${READ_MAX_PDF_BYTES} bytes Read takes of a PDF.`);
   let total: number;
   try {
     total = await pdfPageCount(data);
