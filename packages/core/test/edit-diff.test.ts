@@ -18,7 +18,7 @@ function memorySandbox(files: Map<string, Uint8Array>): CompleteSandbox {
       remove: false,
       mkdir: false,
       rename: false,
-      readStream: false,
+      readStream: true,
       writeStream: false,
       spawn: false,
     },
@@ -29,6 +29,13 @@ function memorySandbox(files: Map<string, Uint8Array>): CompleteSandbox {
       const data = files.get(path);
       if (!data) throw new WsError('NOT_FOUND', path);
       return data;
+    },
+    async readStream(path) {
+      const data = files.get(path);
+      if (!data) throw new WsError('NOT_FOUND', path);
+      return (async function* () {
+        yield data;
+      })();
     },
     async writeFile(path, data) {
       files.set(path, typeof data === 'string' ? new TextEncoder().encode(data) : data);
