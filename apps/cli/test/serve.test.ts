@@ -300,8 +300,8 @@ describe('ws serve --backend local', () => {
   });
 });
 
-/** A bare `ping` POST without a session, as a client that is not MCP-aware sends it. */
-function postPing(url: string, headers: Record<string, string> = {}): Promise<Response> {
+/** A JSON-RPC POST of `message`, as a client sends it (a session id, if any, in `headers`). */
+function post(url: string, message: object, headers: Record<string, string>): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: {
@@ -309,30 +309,29 @@ function postPing(url: string, headers: Record<string, string> = {}): Promise<Re
       accept: 'application/json, text/event-stream',
       ...headers,
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...message }),
   });
+}
+
+/** A bare `ping` POST without a session, as a client that is not MCP-aware sends it. */
+function postPing(url: string, headers: Record<string, string> = {}): Promise<Response> {
+  return post(url, { method: 'ping' }, headers);
 }
 
 /** An `initialize` POST, which opens a session. */
 function postInitialize(url: string, headers: Record<string, string>): Promise<Response> {
-  return fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      ...headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
+  return post(
+    url,
+    {
       method: 'initialize',
       params: {
         protocolVersion: '2025-03-26',
         capabilities: {},
         clientInfo: { name: 'probe', version: '0' },
       },
-    }),
-  });
+    },
+    headers,
+  );
 }
 
 const noDocker = dockerUnavailable();

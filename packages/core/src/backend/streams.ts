@@ -90,11 +90,23 @@ export class ChunkQueue {
 
 /** Collects an async iterable of chunks into one array. */
 export async function collectBytes(source: AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+  return (await collectAtMost(source, Number.POSITIVE_INFINITY)) as Uint8Array;
+}
+
+/**
+ * The bytes of `source` in one array, or undefined as soon as more than `maxBytes` came (the source
+ * is then given up): never more than `maxBytes` and one chunk are held.
+ */
+export async function collectAtMost(
+  source: AsyncIterable<Uint8Array>,
+  maxBytes: number,
+): Promise<Uint8Array | undefined> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of source) {
-    chunks.push(chunk);
     size += chunk.byteLength;
+    if (size > maxBytes) return undefined;
+    chunks.push(chunk);
   }
   const out = new Uint8Array(size);
   let offset = 0;

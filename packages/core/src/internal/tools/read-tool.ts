@@ -1,4 +1,5 @@
 import { posix } from 'node:path';
+import { collectAtMost } from '../../backend/streams.js';
 import { isWsError, throwIfAborted } from '../../contracts/errors.js';
 import type { CompleteSandbox, FileStat } from '../../contracts/sandbox.js';
 import type { Tool, ToolCallOptions, ToolResult } from '../../contracts/tool.js';
@@ -170,7 +171,7 @@ function signalOf(options: ToolCallOptions): { signal?: AbortSignal } {
 
 /**
  * The whole file, or undefined as soon as more than `maxBytes` came (a file growing while it is
- * read, as one an agent keeps appending to): never more than `maxBytes` and one chunk are held.
+ * read, as one an agent keeps appending to).
  */
 async function readAtMost(
   sandbox: CompleteSandbox,
@@ -178,20 +179,7 @@ async function readAtMost(
   maxBytes: number,
   options: ToolCallOptions,
 ): Promise<Uint8Array | undefined> {
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for await (const chunk of await sandbox.readStream(path, signalOf(options))) {
-    total += chunk.byteLength;
-    if (total > maxBytes) return undefined;
-    chunks.push(chunk);
-  }
-  const bytes = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return bytes;
+  return collectAtMost(await sandbox.readStream(path, signalOf(options)), maxBytes);
 }
 
 function formatLine(number: number, line: string): string {
