@@ -14,6 +14,12 @@ export interface CreateOptions {
   maxLiveStatefulMcps?: number;
   /** Forwarded as the workspace's `skillPaths` (host folders). */
   skillPaths?: readonly string[];
+  /**
+   * Create the workspace under the target's second owner tag: one fixed tag, other than the one
+   * every other call uses, for the case that keeps two owners of one id apart. Only a target with
+   * `owners: true` is asked for it.
+   */
+  secondOwner?: boolean;
 }
 
 /**
@@ -48,6 +54,11 @@ export interface ConformanceTarget {
    * object on its id closed after its process was killed. Without it, those cases are skipped.
    */
   leftovers?(workspaceId: string): Promise<string[]>;
+  /**
+   * True when the backend tags what it creates with an owner and `create` honours `secondOwner`
+   * (the cloud backends); without it, the owner case is skipped.
+   */
+  readonly owners?: boolean;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */
   skipReason?(): string | undefined | Promise<string | undefined>;
   /**

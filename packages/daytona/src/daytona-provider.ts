@@ -53,7 +53,7 @@ export interface DaytonaProviderOptions {
  * Finds the workspace's sandbox by its labels (several → the newest, with a warning), starts it when
  * stopped or archived (recovers it from a recoverable error), or creates it; installs and starts the
  * gateway over one long-lived session command; keeps the sandbox's activity fresh while open.
- * `close()` stops the sandbox; `destroy()` deletes every sandbox carrying the workspace's id.
+ * `close()` stops the sandbox; `destroy()` deletes every sandbox carrying the workspace's id and owner tag.
  */
 export class DaytonaProvider implements Provider {
   readonly backend = 'daytona';
@@ -101,7 +101,7 @@ export class DaytonaProvider implements Provider {
     const warnings: string[] = [];
     const { workspaceId } = options;
     const daytona = this.client();
-    const found = await findSandboxes(daytona, workspaceId);
+    const found = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws');
     const usable = found.filter((sandbox) => sandbox.state !== 'error' || sandbox.recoverable);
     if (found.length > 0 && usable.length === 0)
       throw new WsError(
@@ -182,7 +182,7 @@ export class DaytonaProvider implements Provider {
       );
     }
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
-    const all = await findSandboxes(daytona, workspaceId).catch(() => []);
+    const all = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws').catch(() => []);
     const oldest = all.at(-1);
     if (oldest && oldest.id !== sandbox.id) {
       await sandbox.delete(this.timeoutSeconds).catch(() => {});
@@ -258,7 +258,7 @@ export class DaytonaProvider implements Provider {
   async destroy(options: ProviderOpenOptions): Promise<void> {
     const daytona = this.client();
     try {
-      const found = await findSandboxes(daytona, options.workspaceId);
+      const found = await findSandboxes(daytona, options.workspaceId, this.options.owner ?? 'ws');
       await Promise.all(
         found.map(async (sandbox) => {
           try {

@@ -35,15 +35,21 @@ function createdAt(sandbox: Sandbox): number {
 }
 
 /**
- * Every sandbox carrying the workspace id (except those being deleted), newest first. A failed
+ * Every sandbox carrying the workspace id and the owner tag (except those being deleted), newest
+ * first: another owner's sandbox of the same id is never opened, stopped or deleted. A failed
  * listing is an error, never "none", which would create a second sandbox for the id.
  */
-export async function findSandboxes(daytona: Daytona, workspaceId: string): Promise<Sandbox[]> {
+export async function findSandboxes(
+  daytona: Daytona,
+  workspaceId: string,
+  owner: string,
+): Promise<Sandbox[]> {
   const found: Sandbox[] = [];
   try {
-    for await (const sandbox of daytona.list({ labels: { [LABELS.id]: workspaceId }, limit: 100 })) {
-      // The filter is the service's; the check is ours (a sandbox of another id is never touched).
-      if (sandbox.labels?.[LABELS.id] !== workspaceId) continue;
+    const labels = { [LABELS.id]: workspaceId, [LABELS.owner]: owner };
+    for await (const sandbox of daytona.list({ labels, limit: 100 })) {
+      // The filter is the service's; the check is ours (a sandbox of another id or owner is never touched).
+      if (sandbox.labels?.[LABELS.id] !== workspaceId || sandbox.labels?.[LABELS.owner] !== owner) continue;
       if (GONE.has(sandbox.state ?? '')) continue;
       found.push(sandbox);
     }

@@ -45,13 +45,15 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
   if (problem) console.warn(`[daytona] skipped: ${problem}`);
 
   afterAll(async () => {
-    if (emulated) await deleteOwnedSandboxes(owner, emulated).catch(() => []);
+    if (emulated)
+      for (const tag of [owner, `${owner}-2`]) await deleteOwnedSandboxes(tag, emulated).catch(() => []);
     await stopEmulator();
   }, 120_000);
 
   await registerConformanceSuite({
     name: 'daytona (emulator)',
     shard,
+    owners: true,
     largeFileBytes,
     skipReason: () => problem,
     leftovers: leftoversOn(emulated),
@@ -60,7 +62,8 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
       exportName: 'DaytonaWorkspace',
       options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
     },
-    create: (options) => new DaytonaWorkspace({ ...options, ...emulated, owner }),
+    create: ({ secondOwner, ...options }) =>
+      new DaytonaWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
   });
 
   // The same suite against Daytona itself, when a key is given (DAYTONA_API_KEY, and DAYTONA_API_URL
@@ -70,6 +73,7 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
   await registerConformanceSuite({
     name: 'daytona (Daytona service)',
     shard,
+    owners: true,
     largeFileBytes,
     skipReason: () =>
       realKey
@@ -81,10 +85,11 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
       exportName: 'DaytonaWorkspace',
       options: ({ workspaceId }) => ({ ...real, owner, workspaceId }),
     },
-    create: (options) => new DaytonaWorkspace({ ...options, ...real, owner }),
+    create: ({ secondOwner, ...options }) =>
+      new DaytonaWorkspace({ ...options, ...real, owner: secondOwner ? `${owner}-2` : owner }),
   });
 
   afterAll(async () => {
-    if (real) await deleteOwnedSandboxes(owner, real).catch(() => []);
+    if (real) for (const tag of [owner, `${owner}-2`]) await deleteOwnedSandboxes(tag, real).catch(() => []);
   }, 120_000);
 }

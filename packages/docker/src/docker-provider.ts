@@ -311,6 +311,28 @@ export class DockerProvider implements Provider {
     return node;
   }
 
+  /**
+   * Refuses (`CONFLICT`) a container of the workspace's name that carries another workspace id or
+   * another owner tag: it is never attached to, started or removed.
+   */
+  private requireOwned(info: Docker.ContainerInspectInfo): void {
+    const labels = info.Config.Labels ?? {};
+    const labelled = labels[LABELS.id];
+    if (labelled !== this.workspaceId)
+      throw new WsError(
+        'CONFLICT',
+        `A container named ${this.name} exists but belongs to ${labelled === undefined ? 'no workspace' : `workspace ${labelled}`}`,
+      );
+    const owner = labels[LABELS.owner] ?? '';
+    const wanted = this.options.owner ?? 'ws';
+    if (owner !== wanted)
+      throw new WsError(
+        'CONFLICT',
+        `The container ${this.name} of workspace id ${JSON.stringify(this.workspaceId)} belongs to owner ${JSON.stringify(owner)}, not ${JSON.stringify(wanted)}; it is left alone (use another workspace id)`,
+        { details: { container: this.name, owner, wantedOwner: wanted } },
+      );
+  }
+
   private async attachOrCreate(shared: string): Promise<Docker.Container> {
     const container = this.docker.getContainer(this.name);
     // While another process creates the container, its name is taken (409) before it can be inspected
@@ -318,13 +340,7 @@ export class DockerProvider implements Provider {
     for (let attempt = 0; attempt < 50; attempt++) {
       try {
         const info = await container.inspect();
-        const labelled = info.Config.Labels?.[LABELS.id];
-        if (labelled !== this.workspaceId) {
-          throw new WsError(
-            'CONFLICT',
-            `A container named ${this.name} exists but belongs to ${labelled === undefined ? 'no workspace' : `workspace ${labelled}`}`,
-          );
-        }
+        this.requireOwned(info);
         if (!info.State.Running) {
           await container.start().catch((error: unknown) => {
             // Another process may have started it in the meantime.
@@ -463,10 +479,16 @@ export class DockerProvider implements Provider {
   async destroy(options: ProviderOpenOptions): Promise<void> {
     this.identify(options.workspaceId);
     await this.detach();
-    await this.docker
-      .getContainer(this.name)
-      .remove({ force: true })
-      .catch(() => {});
+    const container = this.docker.getContainer(this.name);
+    const info = await container.inspect().catch((error: unknown) => {
+      if (statusOf(error) === 404) return undefined;
+      throw new WsError('BACKEND_ERROR', `Inspecting ${this.name} failed: ${(error as Error).message}`, {
+        cause: error,
+      });
+    });
+    // Another workspace's or another owner's container, and the files beside it, are left alone.
+    if (info) this.requireOwned(info);
+    await container.remove({ force: true }).catch(() => {});
     if (this.options.volume !== undefined) {
       await this.docker
         .getVolume(this.options.volume)

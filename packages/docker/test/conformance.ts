@@ -98,6 +98,13 @@ export async function registerDockerConformance(storage: DockerStorage): Promise
       exportName: 'DockerWorkspace',
       options: ({ workspaceId }) => ({ ...options(workspaceId) }),
     },
-    create: ({ workspaceId, ...rest }) => new DockerWorkspace({ ...rest, ...options(workspaceId) }),
+    // One variant checks that a second owner of an id is refused (the check is the same in all).
+    owners: storage === 'host folder',
+    create: ({ workspaceId, secondOwner, ...rest }) =>
+      new DockerWorkspace({
+        ...rest,
+        ...options(workspaceId),
+        ...(secondOwner ? { owner: `${owner}-2` } : {}),
+      }),
   });
 }

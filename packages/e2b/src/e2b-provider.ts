@@ -52,7 +52,7 @@ interface Found {
  * Finds the workspace's sandbox by its metadata (running or paused; several → the newest, with a
  * warning), resumes or creates it, installs and starts the gateway over the sandbox's own process
  * stdin and stdout, and keeps the sandbox's time limit pushed back while the workspace is open.
- * `close()` pauses the sandbox; `destroy()` kills every sandbox carrying the workspace's id.
+ * `close()` pauses the sandbox; `destroy()` kills every sandbox carrying the workspace's id and owner tag.
  */
 export class E2BProvider implements Provider {
   readonly backend = 'e2b';
@@ -100,19 +100,31 @@ export class E2BProvider implements Provider {
     };
   }
 
-  /** Every sandbox carrying the workspace id, running or paused, newest first. */
+  /** The owner tag: with the workspace id, what names the workspace's sandbox. */
+  private get owner(): string {
+    return this.options.owner ?? 'ws';
+  }
+
+  /**
+   * Every sandbox carrying the workspace id and this object's owner tag, running or paused, newest
+   * first: another owner's sandbox of the same id is never opened, paused or killed.
+   */
   private async find(workspaceId: string): Promise<Found[]> {
     const found: Found[] = [];
     try {
       const paginator = Sandbox.list({
         ...this.connection(),
-        query: { metadata: { [METADATA.id]: workspaceId }, state: ['running', 'paused'] },
+        query: {
+          metadata: { [METADATA.id]: workspaceId, [METADATA.owner]: this.owner },
+          state: ['running', 'paused'],
+        },
         limit: 100,
       });
       while (paginator.hasNext) {
         for (const info of (await paginator.nextItems()) as SandboxInfo[]) {
-          // The filter is the service's; the check is ours (a sandbox of another id is never touched).
+          // The filter is the service's; the check is ours (a sandbox of another id or owner is never touched).
           if (info.metadata?.[METADATA.id] !== workspaceId) continue;
+          if (info.metadata?.[METADATA.owner] !== this.owner) continue;
           found.push({ sandboxId: info.sandboxId, startedAt: info.startedAt.getTime(), state: info.state });
         }
       }
@@ -200,7 +212,7 @@ export class E2BProvider implements Provider {
         metadata: {
           ...this.options.metadata,
           [METADATA.id]: workspaceId,
-          [METADATA.owner]: this.options.owner ?? 'ws',
+          [METADATA.owner]: this.owner,
           [METADATA.created]: new Date().toISOString(),
         },
         ...(this.options.env ? { envs: { ...this.options.env } } : {}),
@@ -275,7 +287,7 @@ export class E2BProvider implements Provider {
     }
   }
 
-  /** Kills every sandbox carrying the workspace id (its files go with it). */
+  /** Kills every sandbox carrying the workspace id and owner tag (its files go with it). */
   async destroy(options: ProviderOpenOptions): Promise<void> {
     const found = await this.find(options.workspaceId);
     await Promise.all(

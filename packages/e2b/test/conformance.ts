@@ -45,13 +45,15 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
   if (problem) console.warn(`[e2b] skipped: ${problem}`);
 
   afterAll(async () => {
-    if (emulated) await killOwnedSandboxes(owner, emulated).catch(() => []);
+    if (emulated)
+      for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, emulated).catch(() => []);
     await stopEmulator();
   }, 120_000);
 
   await registerConformanceSuite({
     name: 'e2b (emulator)',
     shard,
+    owners: true,
     largeOutputBytes,
     largeFileBytes,
     skipReason: () => problem,
@@ -61,7 +63,8 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
       exportName: 'E2BWorkspace',
       options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
     },
-    create: (options) => new E2BWorkspace({ ...options, ...emulated, owner }),
+    create: ({ secondOwner, ...options }) =>
+      new E2BWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
   });
 
   // The same suite against E2B itself, when a key is given (E2B_API_KEY, and E2B_DOMAIN or
@@ -70,6 +73,7 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
   await registerConformanceSuite({
     name: 'e2b (E2B service)',
     shard,
+    owners: true,
     largeOutputBytes,
     largeFileBytes,
     skipReason: () =>
@@ -82,10 +86,13 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
       exportName: 'E2BWorkspace',
       options: ({ workspaceId }) => ({ apiKey: realKey, owner, workspaceId }),
     },
-    create: (options) => new E2BWorkspace({ ...options, apiKey: realKey ?? '', owner }),
+    create: ({ secondOwner, ...options }) =>
+      new E2BWorkspace({ ...options, apiKey: realKey ?? '', owner: secondOwner ? `${owner}-2` : owner }),
   });
 
   afterAll(async () => {
-    if (realKey) await killOwnedSandboxes(owner, { apiKey: realKey }).catch(() => []);
+    if (realKey)
+      for (const tag of [owner, `${owner}-2`])
+        await killOwnedSandboxes(tag, { apiKey: realKey }).catch(() => []);
   }, 120_000);
 }

@@ -99,23 +99,37 @@ export class WorkspaceObjects {
     };
   }
 
+  /** Whether an object is this workspace's: its id, and its owner tag. */
+  private mine(metadata: Parameters<typeof belongsTo>[0]): boolean {
+    return belongsTo(metadata, this.workspaceId, this.settings.owner);
+  }
+
   private own<
     T extends { metadata?: { labels?: Record<string, string>; annotations?: Record<string, string> } },
   >(found: T, kind: string): T {
-    if (!belongsTo(found.metadata, this.workspaceId))
+    if (this.mine(found.metadata)) return found;
+    const details = { kind, name: this.name, namespace: this.namespace };
+    // The object names derive from the id alone: a second owner of the id is refused, never let in.
+    if (belongsTo(found.metadata, this.workspaceId)) {
+      const owner = found.metadata?.labels?.[LABELS.owner] ?? '';
       throw new WsError(
         'CONFLICT',
-        `A ${kind} named ${this.name} exists in namespace ${this.namespace} but is not this workspace's; it is left alone`,
-        { details: { kind, name: this.name, namespace: this.namespace } },
+        `The ${kind} ${this.name} of workspace id ${JSON.stringify(this.workspaceId)} in namespace ${this.namespace} belongs to owner ${JSON.stringify(owner)}, not ${JSON.stringify(this.settings.owner)}; it is left alone (use another workspace id)`,
+        { details: { ...details, owner, wantedOwner: this.settings.owner } },
       );
-    return found;
+    }
+    throw new WsError(
+      'CONFLICT',
+      `A ${kind} named ${this.name} exists in namespace ${this.namespace} but is not this workspace's; it is left alone`,
+      { details },
+    );
   }
 
   /** The Pod; `foreign: 'missing'` reads another's Pod of the same name as none (for deleting). */
   async readPod(foreign: 'conflict' | 'missing' = 'conflict'): Promise<V1Pod | undefined> {
     try {
       const found = await this.core.readNamespacedPod({ name: this.name, namespace: this.namespace });
-      if (foreign === 'missing' && !belongsTo(found.metadata, this.workspaceId)) return undefined;
+      if (foreign === 'missing' && !this.mine(found.metadata)) return undefined;
       return this.own(found, 'Pod');
     } catch (error) {
       if (httpCode(error) === 404) return undefined;
@@ -131,7 +145,7 @@ export class WorkspaceObjects {
         name: this.name,
         namespace: this.namespace,
       });
-      if (foreign === 'missing' && !belongsTo(found.metadata, this.workspaceId)) return undefined;
+      if (foreign === 'missing' && !this.mine(found.metadata)) return undefined;
       return this.own(found, 'PersistentVolumeClaim');
     } catch (error) {
       if (httpCode(error) === 404) return undefined;
@@ -365,6 +379,7 @@ export class WorkspaceObjects {
             value: workspaceKey(this.workspaceId),
           },
           { op: 'test', path: `/metadata/labels/${pointer(LABELS.managedBy)}`, value: MANAGED_BY },
+          { op: 'test', path: `/metadata/labels/${pointer(LABELS.owner)}`, value: this.settings.owner },
           {
             op: 'add',
             path: `/metadata/annotations/${pointer(ANNOTATIONS.released)}`,

@@ -71,14 +71,19 @@ export function workspaceLabels(
   };
 }
 
-/** Whether an object's metadata says it belongs to the workspace id (its annotation, not only its name). */
+/**
+ * Whether an object's metadata says it belongs to the workspace id (its annotation, not only its
+ * name) and, when `owner` is given, to that owner tag.
+ */
 export function belongsTo(
   metadata: { labels?: Record<string, string>; annotations?: Record<string, string> } | undefined,
   workspaceId: string,
+  owner?: string,
 ): boolean {
   return (
     metadata?.annotations?.[ANNOTATIONS.id] === workspaceId &&
     metadata.labels?.[LABELS.key] === workspaceKey(workspaceId) &&
-    metadata.labels?.[LABELS.managedBy] === MANAGED_BY
+    metadata.labels?.[LABELS.managedBy] === MANAGED_BY &&
+    (owner === undefined || metadata.labels?.[LABELS.owner] === owner)
   );
 }

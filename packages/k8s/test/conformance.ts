@@ -74,7 +74,8 @@ export async function registerK8sConformance(
   const owner = `ws-test-${generateId().slice(0, 8)}`;
 
   afterAll(async () => {
-    await removeOwned(emulated?.kubeconfig, 'default', owner).catch(() => {});
+    for (const tag of [owner, `${owner}-2`])
+      await removeOwned(emulated?.kubeconfig, 'default', tag).catch(() => {});
     await stopEmulator();
   }, 120_000);
 
@@ -91,6 +92,7 @@ export async function registerK8sConformance(
   await registerConformanceSuite({
     name: bare ? 'k8s (emulator, exec only)' : 'k8s (emulator)',
     shard,
+    owners: true,
     largeFileBytes,
     skipReason: () => problem,
     leftovers: leftoversOn(emulated?.kubeconfig, 'default'),
@@ -99,7 +101,8 @@ export async function registerK8sConformance(
       exportName: 'K8sWorkspace',
       options: ({ workspaceId }) => ({ ...emulatedOptions(), workspaceId }),
     },
-    create: (options) => new K8sWorkspace({ ...options, ...emulatedOptions() }),
+    create: ({ secondOwner, ...options }) =>
+      new K8sWorkspace({ ...options, ...emulatedOptions(), ...(secondOwner ? { owner: `${owner}-2` } : {}) }),
   });
   if (bare) return;
 
@@ -112,6 +115,7 @@ export async function registerK8sConformance(
   await registerConformanceSuite({
     name: 'k8s (real cluster)',
     shard,
+    owners: true,
     caseTimeoutMs: 180_000,
     skipReason: () =>
       realKubeconfig
@@ -129,17 +133,19 @@ export async function registerK8sConformance(
         workspaceId,
       }),
     },
-    create: (options) =>
+    create: ({ secondOwner, ...options }) =>
       new K8sWorkspace({
         ...options,
         kubeconfig: realKubeconfig ?? '',
         namespace: realNamespace,
         image: realImage,
-        owner,
+        owner: secondOwner ? `${owner}-2` : owner,
       }),
   });
 
   afterAll(async () => {
-    if (realKubeconfig) await removeOwned(realKubeconfig, realNamespace, owner).catch(() => {});
+    if (realKubeconfig)
+      for (const tag of [owner, `${owner}-2`])
+        await removeOwned(realKubeconfig, realNamespace, tag).catch(() => {});
   }, 120_000);
 }

@@ -80,11 +80,10 @@ export function connectionOf(
   });
 }
 
-/** Every sandbox whose metadata holds `key=value`, in the given states (all pages). */
+/** Every sandbox whose metadata holds every pair of `wanted`, in the given states (all pages). */
 async function listByMetadata(
   connection: ConnectionConfig,
-  key: string,
-  value: string,
+  wanted: Readonly<Record<string, string>>,
   states: readonly string[] | undefined,
 ): Promise<SandboxInfo[]> {
   const manager = SandboxManager.create({ connectionConfig: connection });
@@ -92,13 +91,17 @@ async function listByMetadata(
     const all: SandboxInfo[] = [];
     for (let page = 1; ; page++) {
       const listed = await manager.listSandboxInfos({
-        metadata: { [key]: value },
+        metadata: { ...wanted },
         ...(states ? { states: [...states] } : {}),
         page,
         pageSize: 100,
       });
-      // The filter is the server's; the check is ours (a sandbox of another id is never touched).
-      all.push(...listed.items.filter((info) => info.metadata?.[key] === value));
+      // The filter is the server's; the check is ours (a sandbox of another id or owner is never touched).
+      all.push(
+        ...listed.items.filter((info) =>
+          Object.entries(wanted).every(([key, value]) => info.metadata?.[key] === value),
+        ),
+      );
       if (!listed.pagination?.hasNextPage || listed.items.length === 0) return all;
     }
   } finally {
@@ -111,7 +114,7 @@ async function listByMetadata(
  * when paused or creates it, installs and starts the gateway (reached through execd's proxy to its
  * port, or else over one long-lived command's streams),
  * and keeps the sandbox's time limit pushed back while the workspace is open. `close()` pauses the
- * sandbox; `destroy()` kills every sandbox carrying the workspace's id.
+ * sandbox; `destroy()` kills every sandbox carrying the workspace's id and owner tag.
  */
 export class OpenSandboxProvider implements Provider {
   readonly backend = 'opensandbox';
@@ -152,11 +155,18 @@ export class OpenSandboxProvider implements Provider {
     return this.link?.startedMs;
   }
 
-  /** Every sandbox carrying the workspace id that still holds its files, newest first. */
+  /**
+   * Every sandbox carrying the workspace id and the owner tag that still holds its files, newest
+   * first: another owner's sandbox of the same id is never opened, paused or killed.
+   */
   private async find(workspaceId: string): Promise<Found[]> {
     let infos: SandboxInfo[];
     try {
-      infos = await listByMetadata(this.connection, METADATA.id, workspaceId, LIVE_STATES);
+      infos = await listByMetadata(
+        this.connection,
+        { [METADATA.id]: workspaceId, [METADATA.owner]: this.options.owner ?? 'ws' },
+        LIVE_STATES,
+      );
     } catch (error) {
       // Unlike treating a failed listing as "none", which would create a second sandbox for the id.
       throw translateOpenSandboxError(error, 'listing the sandboxes');
@@ -396,7 +406,7 @@ export async function killOwnedSandboxes(
 ): Promise<string[]> {
   if (!owner) throw new WsError('INVALID_ARGUMENT', 'An owner tag is required');
   const config = connectionOf(connection);
-  const ids = (await listByMetadata(config, METADATA.owner, owner, undefined)).map((info) => info.id);
+  const ids = (await listByMetadata(config, { [METADATA.owner]: owner }, undefined)).map((info) => info.id);
   const manager = SandboxManager.create({ connectionConfig: config });
   try {
     await Promise.all(ids.map((id) => manager.killSandbox(id).catch(() => {})));

@@ -48,13 +48,15 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
   if (problem) console.warn(`[opensandbox] skipped: ${problem}`);
 
   afterAll(async () => {
-    if (emulated) await killOwnedSandboxes(owner, emulated).catch(() => []);
+    if (emulated)
+      for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, emulated).catch(() => []);
     await stopEmulator();
   }, 120_000);
 
   await registerConformanceSuite({
     name: 'opensandbox (emulator)',
     shard,
+    owners: true,
     largeFileBytes,
     skipReason: () => problem,
     leftovers: leftoversOn(emulated),
@@ -63,7 +65,8 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
       exportName: 'OpenSandboxWorkspace',
       options: ({ workspaceId }) => ({ ...emulated, owner, workspaceId }),
     },
-    create: (options) => new OpenSandboxWorkspace({ ...options, ...emulated, owner }),
+    create: ({ secondOwner, ...options }) =>
+      new OpenSandboxWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
   });
 
   // The same suite against an OpenSandbox server, when one is given (OPEN_SANDBOX_DOMAIN and
@@ -75,6 +78,7 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
   await registerConformanceSuite({
     name: 'opensandbox (OpenSandbox server)',
     shard,
+    owners: true,
     largeFileBytes,
     skipReason: () =>
       real
@@ -91,11 +95,16 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
         workspaceId,
       }),
     },
-    create: (options) =>
-      new OpenSandboxWorkspace({ ...options, ...real, ...(realImage ? { image: realImage } : {}), owner }),
+    create: ({ secondOwner, ...options }) =>
+      new OpenSandboxWorkspace({
+        ...options,
+        ...real,
+        ...(realImage ? { image: realImage } : {}),
+        owner: secondOwner ? `${owner}-2` : owner,
+      }),
   });
 
   afterAll(async () => {
-    if (real) await killOwnedSandboxes(owner, real).catch(() => []);
+    if (real) for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, real).catch(() => []);
   }, 120_000);
 }

@@ -226,5 +226,53 @@ export function securityBoundaryArea(context: AreaContext): void {
         }
       },
     );
+
+    conformanceCase(
+      context,
+      'security.owners-apart',
+      "a second owner's workspace of the same id never reaches the first's files, and its destroy leaves them",
+      async (test) => {
+        if (!context.target.owners) test.skip('the backend has no owner tags');
+        const workspaceId = context.newId();
+        const first = await context.create(workspaceId);
+        const second = await context.create(workspaceId, { secondOwner: true });
+        const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
+        try {
+          await first.initialize();
+          await first.getSandbox().writeFile('first-owner.txt', 'first');
+          // Either the second owner gets a workspace of its own, or it is refused with CONFLICT.
+          const opened = await second.initialize().then(
+            () => true,
+            (error: unknown) => {
+              expect(isWsError(error, 'CONFLICT'), String(error)).toBe(true);
+              return false;
+            },
+          );
+          if (opened) {
+            expect(await second.getSandbox().exists('first-owner.txt')).toBe(false);
+            await second.getSandbox().writeFile('second-owner.txt', 'second');
+            expect(await first.getSandbox().exists('second-owner.txt')).toBe(false);
+          }
+          // Either it destroys its own, or it is refused with CONFLICT; the first's file stays.
+          await second.destroy().catch((error: unknown) => {
+            expect(isWsError(error, 'CONFLICT'), String(error)).toBe(true);
+          });
+          expect(text(await first.getSandbox().readFile('first-owner.txt'))).toBe('first');
+          await first.close();
+          if (!first.capabilities.persistent) return;
+          // What the first owner keeps outlives the second's destroy: open again, the file is there.
+          const again = await context.create(workspaceId);
+          try {
+            await again.initialize();
+            expect(text(await again.getSandbox().readFile('first-owner.txt'))).toBe('first');
+          } finally {
+            await again.destroy();
+          }
+        } finally {
+          await second.destroy().catch(() => {});
+          await first.destroy().catch(() => {});
+        }
+      },
+    );
   });
 }
