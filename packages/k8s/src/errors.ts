@@ -1,6 +1,7 @@
 import { ApiException } from '@kubernetes/client-node';
 import { isWsError, WsError } from '@ws/core';
 import { isNetworkFailure } from '@ws/core/backend';
+import { isRequestTimeout } from './api.js';
 
 /** What the API server said, from a `Status` body. */
 export interface K8sStatus {
@@ -62,6 +63,12 @@ export function translateK8sError(error: unknown, what: string): WsError {
       return make('BACKEND_UNAVAILABLE', `Kubernetes could not serve ${what}: ${message}`);
     return make('BACKEND_ERROR', `Kubernetes ${what} failed: ${message}`);
   }
+  if (isRequestTimeout(error))
+    return new WsError(
+      'BACKEND_UNAVAILABLE',
+      `The Kubernetes API did not answer ${what} within the request time limit (requestTimeoutMs); it may have been done`,
+      { cause: error, details: { timedOut: true, mayHaveRun: true } },
+    );
   if (isNetworkFailure(error, message))
     return new WsError('BACKEND_UNAVAILABLE', `The Kubernetes API cannot be reached (${what}): ${message}`, {
       cause: error,

@@ -1,3 +1,4 @@
+export { DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 export { httpCode, type K8sStatus, statusOf, translateK8sError } from './errors.js';
 export { type K8sWorkspacesOptions, k8sWorkspaces } from './factory.js';
 export { CLOSE_CAPABLE_PROTOCOL } from './k8s-exec.js';

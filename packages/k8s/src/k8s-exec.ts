@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
 import type { Exec, V1Status } from '@kubernetes/client-node';
-import { WsError } from '@ws/core';
+import { isWsError, WsError } from '@ws/core';
 
 /** The one subprotocol that can close a command's stdin and keep reading its output. */
 export const CLOSE_CAPABLE_PROTOCOL = 'v5.channel.k8s.io';
@@ -15,6 +15,46 @@ export interface PodTarget {
   readonly namespace: string;
   readonly pod: string;
   readonly container: string;
+  /** How long an exec connection may take to open; default: no limit. */
+  readonly connectTimeoutMs?: number | undefined;
+}
+
+/**
+ * Waits for an exec connection to open, at most `target.connectTimeoutMs`: a connection still
+ * opening then fails the call (the server may have started the command, so it is never sent again),
+ * and is closed when it opens late.
+ */
+async function openWithin<T extends { close(): void }>(
+  connecting: Promise<T>,
+  target: PodTarget,
+): Promise<T> {
+  const ms = target.connectTimeoutMs;
+  if (ms === undefined) return connecting;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new WsError(
+            'BACKEND_UNAVAILABLE',
+            `The exec connection to Pod ${target.pod} did not open within ${ms} ms (requestTimeoutMs); the command may have run`,
+            { details: { pod: target.pod, timedOut: true, mayHaveRun: true } },
+          ),
+        ),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([connecting, late]);
+  } catch (error) {
+    connecting.then(
+      (socket) => socket.close(),
+      () => {},
+    );
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** How a command started by {@link startPodExec} ended. */
@@ -129,20 +169,24 @@ export async function startPodExec(
   let status: V1Status | undefined;
   const stdin = handlers.stdin ? new PassThrough() : null;
   try {
-    socket = await exec.exec(
-      target.namespace,
-      target.pod,
-      target.container,
-      [...argv],
-      sink(handlers.onStdout),
-      sink(handlers.onStderr),
-      stdin,
-      false,
-      (received) => {
-        status = received;
-      },
+    socket = await openWithin(
+      exec.exec(
+        target.namespace,
+        target.pod,
+        target.container,
+        [...argv],
+        sink(handlers.onStdout),
+        sink(handlers.onStderr),
+        stdin,
+        false,
+        (received) => {
+          status = received;
+        },
+      ),
+      target,
     );
   } catch (error) {
+    if (isWsError(error)) throw error;
     throw execConnectError(error, target);
   }
   const opened = socket;

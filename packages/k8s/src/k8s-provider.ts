@@ -1,4 +1,4 @@
-import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
+import { Exec, KubeConfig } from '@kubernetes/client-node';
 import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
 import {
   Attachments,
@@ -8,6 +8,7 @@ import {
   throwIfAborted,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { coreApi } from './api.js';
 import { CONTAINER_NAME, type PodSettings, WorkspaceObjects } from './k8s-objects.js';
 import { K8sSandbox, POD_WORKDIR } from './k8s-sandbox.js';
 import { objectName } from './names.js';
@@ -28,6 +29,8 @@ export interface K8sProviderOptions extends Omit<PodSettings, 'owner'> {
   owner?: string | undefined;
   deletePvcOnClose?: boolean | undefined;
   gateway?: boolean | undefined;
+  /** The time limit of one API request and of opening an exec connection, in milliseconds. */
+  requestTimeoutMs: number;
 }
 
 /**
@@ -99,7 +102,7 @@ export class K8sProvider implements Provider {
     const namespace =
       this.options.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
     this.objects = new WorkspaceObjects(
-      config.makeApiClient(CoreV1Api),
+      coreApi(config, this.options.requestTimeoutMs),
       namespace,
       objectName(workspaceId),
       workspaceId,
@@ -122,6 +125,7 @@ export class K8sProvider implements Provider {
       namespace: objects.namespace,
       pod: objects.name,
       container: CONTAINER_NAME,
+      connectTimeoutMs: this.options.requestTimeoutMs,
     });
     this.direct = direct;
     const warnings: string[] = [];

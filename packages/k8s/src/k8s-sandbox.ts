@@ -33,6 +33,8 @@ import { CLOSE_CAPABLE_PROTOCOL, type PodExec, type PodTarget, startPodExec } fr
 /** The workdir inside the Pod: the PVC's mount. */
 export const POD_WORKDIR = '/workspace';
 const KILL_GRACE_MS = 2_000;
+/** How long after a command's stop began its connection may stay silent before the call fails. */
+const ANSWER_GRACE_MS = 10_000;
 /** How long a signal waits for a just-started command to record its pid. */
 const PID_WAIT_MS = 5_000;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -160,9 +162,30 @@ export class K8sSandbox implements WsSandbox {
     let timedOut = false;
     let aborted = false;
     let killing = false;
+    // A connection gone silent ends neither with the command nor with its kill: the call still ends,
+    // ANSWER_GRACE_MS after the kill began, saying the command may have run.
+    let stallTimer: NodeJS.Timeout | undefined;
+    let watchStall = () => {};
+    const stalled = new Promise<never>((_, reject) => {
+      watchStall = () => {
+        stallTimer = setTimeout(
+          () =>
+            reject(
+              new WsError(
+                'BACKEND_UNAVAILABLE',
+                `The exec connection to Pod ${this.target.pod} gave no answer within ${ANSWER_GRACE_MS} ms of stopping the command: it stalled; the command may have run`,
+                { details: { pod: this.target.pod, mayHaveRun: true, lost: true } },
+              ),
+            ),
+          ANSWER_GRACE_MS,
+        );
+      };
+    });
+    stalled.catch(() => {});
     const kill = () => {
       if (killing) return;
       killing = true;
+      watchStall();
       void stopWithGrace(
         (signal) => this.signalGroup(pidFile, signal, exec.ended),
         exec.ended,
@@ -185,7 +208,7 @@ export class K8sSandbox implements WsSandbox {
     if (options.signal?.aborted) onAbort();
     if (options.stdin !== undefined) void this.feed(exec, normalizeInput(options.stdin));
     try {
-      const { exitCode } = await exec.ended;
+      const { exitCode } = await Promise.race([exec.ended, stalled]);
       if (aborted) throw abortError(options.signal);
       const badCwd = cwdError(exitCode, stderr.bytes(), cwd, 'the Pod');
       if (badCwd) throw badCwd;
@@ -201,6 +224,7 @@ export class K8sSandbox implements WsSandbox {
       throw error;
     } finally {
       if (timer) clearTimeout(timer);
+      clearTimeout(stallTimer);
       options.signal?.removeEventListener('abort', onAbort);
       exec.close();
     }

@@ -2,6 +2,7 @@ import type { KubeConfig, V1ResourceRequirements, V1Toleration } from '@kubernet
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
 import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { K8sProvider } from './k8s-provider.js';
 import { isLabelValue, LABELS } from './names.js';
 
@@ -48,6 +49,12 @@ export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
   serviceAccount?: string;
   /** How long `initialize()` waits for the Pod to run, in milliseconds. Default: {@link DEFAULT_K8S_TIMEOUT_MS}. */
   timeoutMs?: number;
+  /**
+   * How long one request to the API server may take (answer and body), and an exec connection to
+   * open, in milliseconds: a connection that stops forwarding without closing fails the call with
+   * `BACKEND_UNAVAILABLE` instead of holding it. Default: {@link DEFAULT_K8S_REQUEST_TIMEOUT_MS}.
+   */
+  requestTimeoutMs?: number;
   /** Owner tag on the Pod and PVC (`ws.owner`), for reaping. Default: `ws`. */
   owner?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
@@ -70,6 +77,7 @@ const K8S_KEYS = [
   'tolerations',
   'serviceAccount',
   'timeoutMs',
+  'requestTimeoutMs',
   'owner',
   'gateway',
 ] as const satisfies readonly (keyof K8sWorkspaceOptions)[];
@@ -84,9 +92,13 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
 }
 
 function checkOptions(options: K8sWorkspaceOptions): void {
-  const { timeoutMs, storageSize, namespace, owner, labels, env } = options;
+  const { timeoutMs, requestTimeoutMs, storageSize, namespace, owner, labels, env } = options;
   if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1_000))
     throw invalid(`timeoutMs must be a whole number of at least 1 000, not ${timeoutMs}`, { timeoutMs });
+  if (requestTimeoutMs !== undefined && (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1_000))
+    throw invalid(`requestTimeoutMs must be a whole number of at least 1 000, not ${requestTimeoutMs}`, {
+      requestTimeoutMs,
+    });
   if (storageSize !== undefined && !QUANTITY.test(storageSize))
     throw invalid(`storageSize must be a quantity such as 1Gi, not ${JSON.stringify(storageSize)}`, {
       storageSize,
@@ -136,6 +148,7 @@ export class K8sWorkspace extends WorkspaceEngine<K8sProvider> {
         tolerations: options.tolerations,
         serviceAccount: options.serviceAccount,
         timeoutMs: options.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS,
+        requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_K8S_REQUEST_TIMEOUT_MS,
         owner: options.owner,
         gateway: options.gateway,
       }),

@@ -1,5 +1,5 @@
 import {
-  CoreV1Api,
+  type CoreV1Api,
   Exec,
   KubeConfig,
   type V1PersistentVolumeClaim,
@@ -14,6 +14,7 @@ import {
   type Reaper,
   readAttachedRecords,
 } from '@ws/core/backend';
+import { coreApi, DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { httpCode, translateK8sError } from './errors.js';
 import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
 import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
@@ -81,7 +82,7 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
   const config = loadConfig(checked.kubeconfig);
   const namespace =
     checked.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
-  const core = config.makeApiClient(CoreV1Api);
+  const core = coreApi(config, DEFAULT_K8S_REQUEST_TIMEOUT_MS);
   const exec = new Exec(config);
   const startWindowMs = checked.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS;
   const selector = [

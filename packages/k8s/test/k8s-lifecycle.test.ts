@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { generateId, isWsError } from '@ws/core';
+import { startFaultProxy } from '@ws/emulators';
 import { afterAll, describe, expect, it } from 'vitest';
 import { K8sWorkspace, LABELS, objectName, workspaceSelector } from '../src/index.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
@@ -243,4 +244,59 @@ setInterval(() => {}, 1000);`;
     const error = await broken.initialize().catch((failure: unknown) => failure);
     expect(isWsError(error, 'INVALID_ARGUMENT'), String(error)).toBe(true);
   });
+
+  it('ends every call within its time limits when the API connection hangs, and works again once it clears', async () => {
+    // A proxy between the client and the API server that stops forwarding without closing.
+    const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [{ name: 'proxied', server: proxy.url, skipTLSVerify: true }],
+      users: [{ name: 'test', token: emulated!.token }],
+      contexts: [{ name: 'proxied', cluster: 'proxied', user: 'test', namespace }],
+      currentContext: 'proxied',
+    });
+    const workspaceId = generateId();
+    const outcome = (promise: Promise<unknown>) =>
+      promise.then(
+        () => 'resolved',
+        (error: unknown) => (isWsError(error) ? error.code : `untyped: ${String(error)}`),
+      );
+    for (const gateway of [true, false]) {
+      const workspace = open(workspaceId, { kubeconfig: config, requestTimeoutMs: 2_000, gateway });
+      try {
+        await workspace.initialize();
+        const sandbox = workspace.getSandbox();
+        await sandbox.writeFile('before.txt', 'kept');
+        proxy.set('hang');
+        // Each call ends by itself (the case's own time limit is the only other bound), typed.
+        expect(await outcome(sandbox.exec(['sh', '-c', 'sleep 1; echo done'], { timeoutMs: 3_000 }))).toBe(
+          'BACKEND_UNAVAILABLE',
+        );
+        expect(
+          await outcome(open(generateId(), { kubeconfig: config, requestTimeoutMs: 2_000 }).initialize()),
+        ).toBe('BACKEND_UNAVAILABLE');
+        proxy.set('pass');
+        // The same object works again, or says it cannot: then a new one on the id works.
+        const again = await outcome(sandbox.exec(['cat', 'before.txt'], { timeoutMs: 10_000 }));
+        expect(['resolved', 'BACKEND_UNAVAILABLE']).toContain(again);
+        let working = workspace;
+        if (again !== 'resolved') {
+          await workspace.close().catch(() => {});
+          working = open(workspaceId, { kubeconfig: config, requestTimeoutMs: 2_000, gateway });
+          await working.initialize();
+        }
+        try {
+          const read = await working.getSandbox().exec(['cat', 'before.txt'], { timeoutMs: 10_000 });
+          expect(read.stdoutText).toBe('kept');
+        } finally {
+          await working.close();
+        }
+      } finally {
+        proxy.set('pass');
+        await workspace.close().catch(() => {});
+      }
+    }
+    await open(workspaceId).destroy();
+    await proxy.close();
+  }, 240_000);
 });
