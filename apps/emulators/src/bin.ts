@@ -18,9 +18,9 @@ function pairs(map: Readonly<Record<string, string>>): string {
 }
 
 const USAGE = `Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
-       ws-emulator daytona [--port N] [--snapshot NAME=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
+       ws-emulator daytona [--port N] [--public-port N] [--snapshot NAME=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
        ws-emulator k8s [--port N] [--image NAME=IMAGE]... [--token TOKEN] [--kubeconfig PATH] [--instance NAME] [--no-network] [--quiet]
-       ws-emulator opensandbox [--port N] [--image URI=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
+       ws-emulator opensandbox [--port N] [--public-port N] [--image URI=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
        ws-emulator --help
 
 Runs an emulator of E2B's API (control plane and envd) on 127.0.0.1, backed by Docker containers
@@ -53,6 +53,8 @@ The daytona emulator serves Daytona's control plane (under /api) and every sandb
                         ${pairs(DEFAULT_DAYTONA_SNAPSHOTS)}; the first is the default snapshot); an image the engine has
                         also works as a snapshot name
   --api-key KEY         accept only this bearer key (repeatable; default: any non-empty key)
+  --public-port N       the port clients reach it on, through a proxy on 127.0.0.1 in front of it:
+                        the URLs it hands out (its own, every toolbox's) name it (opensandbox too)
 
 The k8s emulator serves the Kubernetes API subset a workspace uses (namespaces, pods as containers,
 persistent volume claims as named volumes, pod exec over WebSocket) and writes a kubeconfig for
@@ -110,6 +112,7 @@ async function main(args: string[]): Promise<number> {
       'api-key'?: string[];
       instance?: string;
       'no-network'?: boolean;
+      'public-port'?: string;
       quiet?: boolean;
       help?: boolean;
     };
@@ -128,6 +131,7 @@ async function main(args: string[]): Promise<number> {
         'api-key': { type: 'string', multiple: true },
         instance: { type: 'string' },
         'no-network': { type: 'boolean' },
+        'public-port': { type: 'string' },
         quiet: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -153,6 +157,14 @@ async function main(args: string[]): Promise<number> {
     port = Number(values.port);
     if (!/^\d+$/.test(values.port) || port > 65535)
       return fail(`--port takes a port number, not ${values.port}`, 2);
+  }
+  let publicPort: number | undefined;
+  if (values['public-port'] !== undefined) {
+    publicPort = Number(values['public-port']);
+    if (!/^\d+$/.test(values['public-port']) || publicPort < 1 || publicPort > 65535)
+      return fail(`--public-port takes a port number, not ${values['public-port']}`, 2);
+    if (vendor !== 'daytona' && vendor !== 'opensandbox')
+      return fail('--public-port is a daytona and opensandbox option', 2);
   }
   // Which image-mapping option each emulator takes, and which options belong to one emulator only.
   const mapping: Record<Vendor, 'template' | 'snapshot' | 'image'> = {
@@ -192,6 +204,7 @@ async function main(args: string[]): Promise<number> {
       port,
       ...(values.instance !== undefined ? { instance: values.instance } : {}),
       ...(values['no-network'] ? { network: false } : {}),
+      ...(publicPort !== undefined ? { publicPort } : {}),
       onLog,
     };
     const keys = apiKeys ? { apiKeys } : {};

@@ -20,6 +20,8 @@ export interface FaultProxy {
   set(mode: FaultMode): void;
   /** Connections accepted so far. */
   readonly accepted: number;
+  /** Sets the port connections go to (for a service started after the proxy, told the proxy's port). */
+  target(port: number): void;
   close(): Promise<void>;
 }
 
@@ -29,10 +31,12 @@ interface Pair {
 }
 
 /**
- * Starts a proxy to `127.0.0.1:targetPort` (loopback only, both ends). In `hang` the sockets are
- * paused, so what was sent stays in the kernel's buffers: nothing is lost or closed, nothing arrives.
+ * Starts a proxy to `127.0.0.1:targetPort` (loopback only, both ends; the port may be set later with
+ * `target`, and a connection before then is reset). In `hang` the sockets are paused, so what was
+ * sent stays in the kernel's buffers: nothing is lost or closed, nothing arrives.
  */
-export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
+export async function startFaultProxy(targetPort?: number): Promise<FaultProxy> {
+  let port_ = targetPort;
   let mode: FaultMode = 'pass';
   let accepted = 0;
   const pairs = new Set<Pair>();
@@ -50,7 +54,11 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
   };
   const server: Server = createServer((client) => {
     accepted++;
-    const upstream = connect({ host: '127.0.0.1', port: targetPort });
+    if (port_ === undefined) {
+      client.resetAndDestroy();
+      return;
+    }
+    const upstream = connect({ host: '127.0.0.1', port: port_ });
     const pair = { client, upstream };
     pairs.add(pair);
     const drop = () => {
@@ -88,6 +96,9 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
     get accepted() {
       return accepted;
     },
+    target(next) {
+      port_ = next;
+    },
     set(next) {
       mode = next;
       for (const pair of [...pairs]) apply(pair);
@@ -100,4 +111,20 @@ export async function startFaultProxy(targetPort: number): Promise<FaultProxy> {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * A port on 127.0.0.1 that nothing listens on right now, for a service started behind a proxy (it
+ * could be taken before the service binds it, which then fails to start and says so).
+ */
+export async function freeLoopbackPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = probe.address();
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  if (typeof address !== 'object' || !address) throw new Error('no loopback port could be found');
+  return address.port;
 }

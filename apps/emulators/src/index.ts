@@ -18,7 +18,7 @@ export type { EnvdDescriptors } from './e2b/envd-descriptors.js';
 export { e2bBundlePath, loadEnvdDescriptors } from './e2b/envd-descriptors.js';
 export { E2B_LABELS } from './e2b/sandbox-labels.js';
 export type { FaultMode, FaultProxy } from './fault-proxy.js';
-export { startFaultProxy } from './fault-proxy.js';
+export { freeLoopbackPort, startFaultProxy } from './fault-proxy.js';
 export type { K8sEmulator, K8sEmulatorOptions, K8sKubeConfigOptions } from './k8s/k8s-emulator.js';
 export {
   DEFAULT_K8S_IMAGES,

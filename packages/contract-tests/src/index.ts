@@ -1,6 +1,7 @@
 import { generateId } from '@ws/core';
 import { afterAll, describe, it } from 'vitest';
 import { execArea } from './areas/exec.js';
+import { faultsArea } from './areas/faults.js';
 import { filesArea } from './areas/files.js';
 import { layoutArea } from './areas/layout.js';
 import { lifecycleArea } from './areas/lifecycle.js';
@@ -27,7 +28,13 @@ export {
 } from './harness.js';
 export { entriesMatching, hostProcessesUsing } from './leftovers.js';
 export { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
-export type { AreaContext, ChildProcessTarget, ConformanceTarget, WorkspaceUnderTest } from './target.js';
+export type {
+  AreaContext,
+  ChildProcessTarget,
+  ConformanceTarget,
+  FaultRig,
+  WorkspaceUnderTest,
+} from './target.js';
 
 /** The conformance areas, in the order they run. */
 export const CONFORMANCE_AREAS = [
@@ -41,6 +48,7 @@ export const CONFORMANCE_AREAS = [
   'skills',
   'mcp',
   'security',
+  'faults',
 ] as const;
 
 /**
@@ -95,6 +103,7 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     mcpArea,
     securityBoundaryArea,
     securityIntegrityArea,
+    faultsArea,
   ]);
   describe(`conformance: ${target.name}`, () => {
     afterAll(async () => {

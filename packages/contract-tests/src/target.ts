@@ -36,6 +36,25 @@ export interface ChildProcessTarget {
   options(create: CreateOptions): Record<string, unknown>;
 }
 
+/**
+ * What a cloud target gives the fault area: workspaces whose every connection to the service (and to
+ * its sandboxes) passes through a proxy on 127.0.0.1 whose traffic the case switches.
+ */
+export interface FaultRig {
+  /**
+   * `pass` forwards; `hang` forwards nothing more on open connections and new ones and closes
+   * nothing (a proxy or load balancer that stopped forwarding); `reset` resets every connection.
+   */
+  set(mode: 'pass' | 'hang' | 'reset'): void;
+  /**
+   * A new workspace, not yet initialized, that reaches the service through the proxy only, with
+   * request time limits of a few seconds, under the target's owner tag.
+   */
+  create(options: CreateOptions): WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  /** Stops the proxy and whatever the rig started. */
+  close(): Promise<void>;
+}
+
 /** What a backend hands the conformance suite. */
 export interface ConformanceTarget {
   /** How another process opens the same workspaces; without it, the host-crash cases are skipped. */
@@ -59,6 +78,8 @@ export interface ConformanceTarget {
    * (the cloud backends); without it, the owner case is skipped.
    */
   readonly owners?: boolean;
+  /** The fault rig of a backend with a remote service; without it, the fault area is skipped. */
+  faults?(): Promise<FaultRig>;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */
   skipReason?(): string | undefined | Promise<string | undefined>;
   /**

@@ -6,12 +6,19 @@ export interface DaytonaConnection {
   apiKey?: string | undefined;
   apiUrl?: string | undefined;
   target?: string | undefined;
+  /** The time limit of one request to Daytona, in milliseconds (the SDK's `requestTimeoutMs`); default: none. */
+  requestTimeoutMs?: number | undefined;
 }
 
 /** The SDK's client configuration: only what was given, so the SDK reads the rest from its environment. */
 export function clientConfig(connection: DaytonaConnection): DaytonaConfig {
-  const { apiKey, apiUrl, target } = connection;
-  return { ...(apiKey ? { apiKey } : {}), ...(apiUrl ? { apiUrl } : {}), ...(target ? { target } : {}) };
+  const { apiKey, apiUrl, target, requestTimeoutMs } = connection;
+  return {
+    ...(apiKey ? { apiKey } : {}),
+    ...(apiUrl ? { apiUrl } : {}),
+    ...(target ? { target } : {}),
+    ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+  };
 }
 
 /** A new SDK client; a missing key is `PERMISSION_DENIED`. */

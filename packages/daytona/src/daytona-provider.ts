@@ -38,6 +38,7 @@ export interface DaytonaProviderOptions {
   apiKey?: string | undefined;
   apiUrl?: string | undefined;
   target?: string | undefined;
+  requestTimeoutMs?: number | undefined;
   image?: string | undefined;
   snapshot?: string | undefined;
   env?: Readonly<Record<string, string>> | undefined;

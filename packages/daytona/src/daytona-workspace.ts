@@ -29,6 +29,13 @@ export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
   autoStopInterval?: number;
   /** How long creating, starting, stopping or deleting the sandbox may take, in milliseconds. Default: 300 000. */
   timeoutMs?: number;
+  /**
+   * The time limit of one request to Daytona's API or a sandbox's toolbox, in milliseconds: a
+   * connection that stops answering without closing then fails the call instead of holding it.
+   * Default: none (the SDK's); a long command run without the gateway is one request, so set it
+   * above the longest such command.
+   */
+  requestTimeoutMs?: number;
   /** Owner tag put in the sandbox's labels (`ws.owner`), for reaping. Default: `ws`. */
   owner?: string;
   /** Start the gateway when the sandbox has node 18 or newer. Default: true. */
@@ -46,6 +53,7 @@ const DAYTONA_KEYS = [
   'resources',
   'autoStopInterval',
   'timeoutMs',
+  'requestTimeoutMs',
   'owner',
   'gateway',
 ] as const satisfies readonly (keyof DaytonaWorkspaceOptions)[];
@@ -69,7 +77,11 @@ export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
     const timeoutMs = options.timeoutMs ?? DEFAULT_DAYTONA_TIMEOUT_MS;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 10_000)
       throw invalid(`timeoutMs must be a whole number of at least 10 000, not ${timeoutMs}`, { timeoutMs });
-    const { autoStopInterval } = options;
+    const { autoStopInterval, requestTimeoutMs } = options;
+    if (requestTimeoutMs !== undefined && (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1_000))
+      throw invalid(`requestTimeoutMs must be a whole number of at least 1 000, not ${requestTimeoutMs}`, {
+        requestTimeoutMs,
+      });
     if (autoStopInterval !== undefined && (!Number.isInteger(autoStopInterval) || autoStopInterval < 0))
       throw invalid(`autoStopInterval must be a whole number of minutes, not ${autoStopInterval}`, {
         autoStopInterval,
@@ -89,6 +101,7 @@ export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
         apiKey: options.apiKey,
         apiUrl: options.apiUrl,
         target: options.target,
+        requestTimeoutMs,
         image: options.image,
         snapshot: options.snapshot,
         env: options.env,

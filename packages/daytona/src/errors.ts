@@ -1,6 +1,7 @@
 import {
   DaytonaAuthenticationError,
   DaytonaConnectionError,
+  DaytonaConnectionTimeoutError,
   DaytonaFileNotFoundError,
   DaytonaForbiddenError,
   DaytonaGoneError,
@@ -53,6 +54,12 @@ export function translateDaytonaError(error: unknown, what: string, path?: strin
   if (error instanceof DaytonaRateLimitError)
     return new WsError('BACKEND_UNAVAILABLE', `Daytona is rate-limiting this key (${what}): ${message}`, {
       cause: error,
+    });
+  // A request given up after `requestTimeoutMs` (the service did not answer), not a slow operation.
+  if (error instanceof DaytonaConnectionTimeoutError)
+    return new WsError('BACKEND_UNAVAILABLE', `Daytona did not answer (${what}): ${message}`, {
+      cause: error,
+      details: { timedOut: true },
     });
   if (error instanceof DaytonaTimeoutError)
     return new WsError('TIMEOUT', `Daytona did not answer in time (${what}): ${message}`, { cause: error });

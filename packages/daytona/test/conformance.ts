@@ -5,7 +5,7 @@ import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-t
 import { generateId } from '@ws/core';
 import { afterAll } from 'vitest';
 import { type DaytonaConnection, DaytonaWorkspace, deleteOwnedSandboxes, LABELS } from '../src/index.js';
-import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+import { connection, emulatorBehindProxy, emulatorProblem, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -64,6 +64,16 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
     },
     create: ({ secondOwner, ...options }) =>
       new DaytonaWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // An emulator of its own behind a proxy the fault cases switch.
+    faults: async () => {
+      const behind = await emulatorBehindProxy(owner);
+      return {
+        set: (mode) => behind.proxy.set(mode),
+        create: ({ secondOwner: _, ...options }) =>
+          new DaytonaWorkspace({ ...options, ...behind.connection, owner, requestTimeoutMs: 2_000 }),
+        close: () => behind.stop(),
+      };
+    },
   });
 
   // The same suite against Daytona itself, when a key is given (DAYTONA_API_KEY, and DAYTONA_API_URL

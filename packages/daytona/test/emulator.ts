@@ -1,7 +1,15 @@
 import { existsSync } from 'node:fs';
 import { requireEngine } from '@ws/contract-tests';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
-import { EMULATOR_BIN, type EmulatorProcess, launchEmulator } from '@ws/emulators';
+import {
+  EMULATOR_BIN,
+  type EmulatorProcess,
+  type FaultProxy,
+  freeLoopbackPort,
+  launchEmulator,
+  startFaultProxy,
+} from '@ws/emulators';
+import { deleteOwnedSandboxes } from '../src/index.js';
 
 /** The image behind the emulator's `default` snapshot: the one of @ws/docker. */
 export const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
@@ -39,4 +47,37 @@ export async function stopEmulator(): Promise<void> {
   const running = emulator;
   emulator = undefined;
   await (await running?.catch(() => undefined))?.stop();
+}
+
+/**
+ * An emulator of its own behind a fault proxy (every URL it hands out, each toolbox's too, names the
+ * proxy), for the fault cases: the rest of the suite keeps its direct emulator. `stop` deletes the
+ * sandboxes of `owner` it holds, then stops it.
+ */
+export async function emulatorBehindProxy(
+  owner: string,
+): Promise<{ proxy: FaultProxy; connection: EmulatorConnection; stop(): Promise<void> }> {
+  const proxy = await startFaultProxy();
+  const port = await freeLoopbackPort();
+  proxy.target(port);
+  const launched = await launchEmulator('daytona', [
+    '--snapshot',
+    `default=${image}`,
+    '--no-network',
+    '--port',
+    String(port),
+    '--public-port',
+    String(proxy.port),
+  ]);
+  const connection = { apiKey: launched.env.DAYTONA_API_KEY!, apiUrl: launched.env.DAYTONA_API_URL! };
+  return {
+    proxy,
+    connection,
+    async stop() {
+      proxy.set('pass');
+      await deleteOwnedSandboxes(owner, connection).catch(() => []);
+      await launched.stop();
+      await proxy.close();
+    },
+  };
 }

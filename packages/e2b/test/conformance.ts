@@ -2,6 +2,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { startFaultProxy } from '@ws/emulators';
 import { Sandbox } from 'e2b';
 import { afterAll } from 'vitest';
 import { E2BWorkspace, killOwnedSandboxes, METADATA } from '../src/index.js';
@@ -65,6 +66,23 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
     },
     create: ({ secondOwner, ...options }) =>
       new E2BWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // The control plane and envd (one port on the emulator) behind a proxy the fault cases switch.
+    faults: async () => {
+      const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
+      return {
+        set: (mode) => proxy.set(mode),
+        create: ({ secondOwner: _, ...options }) =>
+          new E2BWorkspace({
+            ...options,
+            ...emulated,
+            apiUrl: proxy.url,
+            sandboxUrl: proxy.url,
+            owner,
+            requestTimeoutMs: 2_000,
+          }),
+        close: () => proxy.close(),
+      };
+    },
   });
 
   // The same suite against E2B itself, when a key is given (E2B_API_KEY, and E2B_DOMAIN or

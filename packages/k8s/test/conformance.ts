@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { startFaultProxy } from '@ws/emulators';
 import { afterAll } from 'vitest';
 import { DEFAULT_K8S_IMAGE, K8sWorkspace, LABELS, workspaceSelector } from '../src/index.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
@@ -103,6 +104,23 @@ export async function registerK8sConformance(
     },
     create: ({ secondOwner, ...options }) =>
       new K8sWorkspace({ ...options, ...emulatedOptions(), ...(secondOwner ? { owner: `${owner}-2` } : {}) }),
+    // The API server (and every exec connection) behind a proxy the fault cases switch.
+    faults: async () => {
+      const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
+      const config = new KubeConfig();
+      config.loadFromOptions({
+        clusters: [{ name: 'proxied', server: proxy.url, skipTLSVerify: true }],
+        users: [{ name: 'test', token: emulated!.token }],
+        contexts: [{ name: 'proxied', cluster: 'proxied', user: 'test', namespace: 'default' }],
+        currentContext: 'proxied',
+      });
+      return {
+        set: (mode) => proxy.set(mode),
+        create: ({ secondOwner: _, ...options }) =>
+          new K8sWorkspace({ ...options, ...emulatedOptions(), kubeconfig: config, requestTimeoutMs: 2_000 }),
+        close: () => proxy.close(),
+      };
+    },
   });
   if (bare) return;
 

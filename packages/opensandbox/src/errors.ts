@@ -74,7 +74,8 @@ export function translateOpenSandboxError(error: unknown, what: string, path?: s
       ...(details ? { details } : {}),
     });
   }
-  if (isNetworkFailure(error, message))
+  // The SDK's own request time limit (`requestTimeoutMs`): the service did not answer.
+  if (isNetworkFailure(error, message) || /^\[http\] Request timed out/.test(message))
     return new WsError('BACKEND_UNAVAILABLE', `OpenSandbox cannot be reached (${what}): ${message}`, {
       cause: error,
     });

@@ -5,7 +5,7 @@ import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-t
 import { generateId } from '@ws/core';
 import { afterAll } from 'vitest';
 import { killOwnedSandboxes, METADATA, OpenSandboxWorkspace } from '../src/index.js';
-import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+import { connection, emulatorProblem, faultProxy, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -67,6 +67,13 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
     },
     create: ({ secondOwner, ...options }) =>
       new OpenSandboxWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // Every connection of the file passes the emulator's proxy; the fault cases switch it.
+    faults: async () => ({
+      set: (mode) => faultProxy().set(mode),
+      create: ({ secondOwner: _, ...options }) =>
+        new OpenSandboxWorkspace({ ...options, ...emulated, owner, requestTimeoutMs: 2_000 }),
+      close: async () => faultProxy().set('pass'),
+    }),
   });
 
   // The same suite against an OpenSandbox server, when one is given (OPEN_SANDBOX_DOMAIN and

@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { requireEngine } from '@ws/contract-tests';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
-import { EMULATOR_BIN, type EmulatorProcess, launchEmulator } from '@ws/emulators';
+import {
+  EMULATOR_BIN,
+  type EmulatorProcess,
+  type FaultProxy,
+  freeLoopbackPort,
+  launchEmulator,
+  startFaultProxy,
+} from '@ws/emulators';
 
 /** The image the emulated sandboxes run: the one of @ws/docker (node, ripgrep and tar inside). */
 export const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
@@ -26,16 +33,33 @@ export interface EmulatorConnection {
 }
 
 let emulator: Promise<EmulatorProcess> | undefined;
+let proxy: FaultProxy | undefined;
+
+/** The proxy every connection to the emulator passes (its URLs name the proxy's port), once started. */
+export function faultProxy(): FaultProxy {
+  if (!proxy) throw new Error('the emulator has not been started');
+  return proxy;
+}
 
 /** The connection options of one emulator per test file, started on first use (`ws-emulator opensandbox`). */
 export async function connection(): Promise<EmulatorConnection> {
   // A key of its own: only this suite's clients are let in.
   // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
-  emulator ??= launchEmulator('opensandbox', [
-    '--api-key',
-    `key-${randomBytes(8).toString('hex')}`,
-    '--no-network',
-  ]);
+  // Every connection, to the lifecycle API and to each execd, passes a proxy the fault cases switch.
+  emulator ??= (async () => {
+    proxy = await startFaultProxy();
+    const port = await freeLoopbackPort();
+    proxy.target(port);
+    return launchEmulator('opensandbox', [
+      '--api-key',
+      `key-${randomBytes(8).toString('hex')}`,
+      '--no-network',
+      '--port',
+      String(port),
+      '--public-port',
+      String(proxy.port),
+    ]);
+  })();
   const { env } = await emulator;
   return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
 }
@@ -44,4 +68,6 @@ export async function stopEmulator(): Promise<void> {
   const running = emulator;
   emulator = undefined;
   await (await running?.catch(() => undefined))?.stop();
+  await proxy?.close();
+  proxy = undefined;
 }

@@ -26,6 +26,11 @@ export const DEFAULT_DAYTONA_API_KEY = 'daytona_emulator';
 export interface DaytonaEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
+  /**
+   * The port clients reach the emulator on, when a proxy on 127.0.0.1 stands in front of it: every
+   * URL the emulator hands out (its own, each sandbox's toolbox) names this port. Default: its own.
+   */
+  publicPort?: number;
   /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
   docker?: Docker | Docker.DockerOptions;
   /**
@@ -190,7 +195,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   const server = createServer((request, response) => void handle(request, response));
   server.on('upgrade', upgrade);
   const port = await listenOnLoopback(server, options.port);
-  const origin = `http://127.0.0.1:${port}`;
+  const origin = `http://127.0.0.1:${options.publicPort ?? port}`;
   context.toolboxUrl = `${origin}/toolbox`;
   const apiUrl = `${origin}/api`;
   const apiKey = options.apiKeys?.[0] ?? DEFAULT_DAYTONA_API_KEY;

@@ -28,6 +28,11 @@ export const OPENSANDBOX_API_KEY_HEADER = 'open-sandbox-api-key';
 export interface OpenSandboxEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
+  /**
+   * The port clients reach the emulator on, when a proxy on 127.0.0.1 stands in front of it: every
+   * URL the emulator hands out (its own, each sandbox's execd endpoint) names this port. Default: its own.
+   */
+  publicPort?: number;
   /** A dockerode client (never closed by the emulator) or options for one; default: the local engine. */
   docker?: Docker | Docker.DockerOptions;
   /** The only `OPEN-SANDBOX-API-KEY` values accepted; default: any non-empty key. */
@@ -208,7 +213,7 @@ export async function startOpenSandboxEmulator(
     });
   });
   const port = await listenOnLoopback(server, options.port);
-  context.host = `127.0.0.1:${port}`;
+  context.host = `127.0.0.1:${options.publicPort ?? port}`;
   const url = `http://${context.host}`;
   const apiKey = options.apiKeys?.[0] ?? DEFAULT_OPENSANDBOX_API_KEY;
   log(`opensandbox: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);

@@ -25,6 +25,8 @@ export function fileErrorFromMessage(
 export function isNetworkFailure(error: unknown, message: string): boolean {
   const code = errnoOf(error);
   return (
+    // A request given up after its time limit (`AbortSignal.timeout`): the service did not answer.
+    hasTimeoutAbort(error) ||
     code === 'ECONNREFUSED' ||
     code === 'ENOTFOUND' ||
     code === 'ECONNRESET' ||
@@ -32,6 +34,17 @@ export function isNetworkFailure(error: unknown, message: string): boolean {
     code === 'ETIMEDOUT' ||
     /fetch failed|socket hang up|request to .* failed/i.test(message)
   );
+}
+
+/** Whether an error, or one of its causes, is the `TimeoutError` of a request's time-limit signal. */
+function hasTimeoutAbort(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current; depth++) {
+    if ((current as { name?: unknown }).name === 'TimeoutError' && current instanceof DOMException)
+      return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 /** The first errno code (`ECONNREFUSED`, …) along an error's chain of causes. */
