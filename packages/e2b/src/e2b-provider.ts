@@ -277,13 +277,19 @@ export class E2BProvider implements Provider {
     await link?.stop().catch(() => {});
     await direct?.killSpawned();
     if (!sandbox || shared) return;
-    try {
-      await sandbox.pause(this.connection(options.signal));
-    } catch (error) {
-      const translated = translateE2BError(error, `pausing sandbox ${sandbox.sandboxId}`);
-      // Gone already: nothing to pause.
-      if (translated.details?.lost) return;
-      throw translated;
+    // Pausing is safe to repeat: a service failing for a moment is asked again, twice, later.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await sandbox.pause(this.connection(options.signal));
+        return;
+      } catch (error) {
+        const translated = translateE2BError(error, `pausing sandbox ${sandbox.sandboxId}`);
+        // Gone already: nothing to pause.
+        if (translated.details?.lost) return;
+        if (attempt >= 3 || translated.code !== 'BACKEND_UNAVAILABLE' || options.signal?.aborted)
+          throw translated;
+        await new Promise((resolve) => setTimeout(resolve, 500 * attempt));
+      }
     }
   }
 

@@ -48,6 +48,9 @@ export function translateE2BError(error: unknown, what: string, path?: string): 
     return new WsError('BACKEND_UNAVAILABLE', `E2B cannot be reached (${what}): ${message}`, {
       cause: error,
     });
+  // The SDK names the HTTP status first ("500: …"): a failing service, as an unreachable one.
+  if (/^5\d\d: /.test(message))
+    return new WsError('BACKEND_UNAVAILABLE', `E2B failed to serve ${what}: ${message}`, { cause: error });
   return new WsError('BACKEND_ERROR', `E2B ${what} failed: ${message}`, {
     cause: error,
     ...(details ? { details } : {}),

@@ -76,7 +76,20 @@ function beginStart(id: string): () => void {
 export async function pauseContainer(container: Docker.Container): Promise<void> {
   await execStartsSettled(container);
   markPaused(container, true);
-  await container.pause();
+  // The engine gives up freezing a busy container after a while ("unable to freeze"): a vendor's
+  // pause does not fail on a busy sandbox, so the freeze is tried again, a few times, later.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await container.pause();
+      return;
+    } catch (error) {
+      if (attempt >= 4 || !/unable to freeze/i.test(String((error as Error)?.message))) {
+        markPaused(container, false);
+        throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** attempt));
+    }
+  }
 }
 
 /** Unpauses a container (see `pauseContainer`). */
