@@ -124,6 +124,7 @@ const READ_SCRIPT = `p=$(realpath -m -- "$1") || exit 66
 case "$p" in /workspace|/workspace/*|/tmp|/tmp/*) ;; *) echo "$1 leads to $p" >&2; exit 77;; esac
 [ -e "$p" ] || exit 66
 [ -d "$p" ] && exit 67
+[ -f "$p" ] || { echo "$1 is not a regular file (a FIFO, device or socket)" >&2; exit 65; }
 exec cat -- "$p"`;
 // Writes go to a new file beside the target and are renamed over it only once every byte arrived
 // ($3: the expected size), so a writer killed halfway leaves the target as it was. Without a mode
@@ -145,8 +146,12 @@ chmod "$m" -- "$t" && mv -f -- "$t" "$p" || exit 1
 trap - EXIT`;
 
 const SCRIPT_ERRORS: Readonly<
-  Record<number, 'NOT_FOUND' | 'IS_A_DIRECTORY' | 'NOT_A_DIRECTORY' | 'PERMISSION_DENIED'>
+  Record<
+    number,
+    'INVALID_ARGUMENT' | 'NOT_FOUND' | 'IS_A_DIRECTORY' | 'NOT_A_DIRECTORY' | 'PERMISSION_DENIED'
+  >
 > = {
+  65: 'INVALID_ARGUMENT',
   66: 'NOT_FOUND',
   67: 'IS_A_DIRECTORY',
   68: 'NOT_A_DIRECTORY',

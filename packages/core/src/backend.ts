@@ -9,6 +9,7 @@
 
 export type { AttachedRecords } from './backend/attachments.js';
 export { Attachments, readAttachedRecords } from './backend/attachments.js';
+export { boundedReadFile, READ_FILE_MAX_BYTES, withBoundedReads } from './backend/bounded-read.js';
 export type { WorkspaceEngineOptions } from './backend/engine.js';
 export { WorkspaceEngine } from './backend/engine.js';
 export type { ExecResultInit } from './backend/exec-result.js';

@@ -35,6 +35,7 @@ export type {
   MkdirOptions,
   OutputListener,
   ProcessExit,
+  ReadFileOptions,
   ReadStreamOptions,
   RemoveOptions,
   Sandbox,

@@ -29,8 +29,9 @@ function files(folder: string, found: string[] = []): string[] {
 describe("core's doors", () => {
   it('keeps the user door small: user-facing contracts only', () => {
     const names = exportedNames('index.ts');
-    // 70, plus workspaceToolset (with its two types and the Skill tool's name): the user's way into a framework.
-    expect(names.length).toBeLessThanOrEqual(74);
+    // 70, plus workspaceToolset (with its two types and the Skill tool's name): the user's way into a
+    // framework; plus ReadFileOptions (readFile's maxBytes).
+    expect(names.length).toBeLessThanOrEqual(75);
     // Engine internals stay private.
     for (const internal of [
       'McpRegistry',

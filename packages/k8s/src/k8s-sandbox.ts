@@ -63,6 +63,7 @@ const KILL_SCRIPT =
 // $1 the file: 66 missing, 67 a folder (core's exit codes for these cases).
 const READ_SCRIPT = `[ -e "$1" ] || exit 66
 [ -d "$1" ] && exit 67
+[ -f "$1" ] || { echo "$1 is not a regular file (a FIFO, device or socket)" >&2; exit 65; }
 exec cat -- "$1"`;
 
 type Signal = 'TERM' | 'KILL' | 'INT' | 'HUP';
@@ -357,6 +358,10 @@ export class K8sSandbox implements WsSandbox {
       throw new WsError('NOT_FOUND', `${target}: no such file or directory`, { details: { path: target } });
     if (result.exitCode === 67)
       throw new WsError('IS_A_DIRECTORY', `Reading ${target} failed: it is a directory`, {
+        details: { path: target },
+      });
+    if (result.exitCode === 65)
+      throw new WsError('INVALID_ARGUMENT', `Reading ${target} failed: ${result.stderrText.trim()}`, {
         details: { path: target },
       });
     if (result.exitCode !== 0)

@@ -1,11 +1,12 @@
-import { createReadStream, createWriteStream } from 'node:fs';
+import { constants, createWriteStream } from 'node:fs';
 import {
   chmod,
   chown,
+  type FileHandle,
   lstat,
   mkdir,
+  open,
   readdir,
-  readFile,
   readlink,
   rename,
   rm,
@@ -82,6 +83,35 @@ async function* typedErrors(
   }
 }
 
+/**
+ * Opens a file to read it: without blocking on a FIFO that has no writer, and refusing anything but
+ * a regular file (`INVALID_ARGUMENT`; a directory is `IS_A_DIRECTORY`). A FIFO, a device or a socket
+ * planted in the sandbox would otherwise freeze the reader or fill its memory for ever.
+ */
+async function openRegular(target: string, what: string): Promise<FileHandle> {
+  let handle: FileHandle;
+  try {
+    handle = await open(target, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (error) {
+    throw fromErrno(error, `${what} failed`, { path: target });
+  }
+  try {
+    const info = await handle.stat();
+    if (info.isDirectory())
+      throw new WsError('IS_A_DIRECTORY', `${what} failed: it is a directory`, { details: { path: target } });
+    if (!info.isFile())
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `${what} failed: it is not a regular file (a FIFO, device or socket)`,
+        { details: { path: target } },
+      );
+    return handle;
+  } catch (error) {
+    await handle.close().catch(() => {});
+    throw error instanceof WsError ? error : fromErrno(error, `${what} failed`, { path: target });
+  }
+}
+
 function typeOf(stats: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean }): FileType {
   if (stats.isFile()) return 'file';
   if (stats.isDirectory()) return 'directory';
@@ -152,11 +182,14 @@ export class LocalSandbox implements Sandbox {
   async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
     throwIfAborted(options.signal);
     const target = this.resolve(path);
+    const handle = await openRegular(target, `Reading ${target}`);
     try {
-      const data = await readFile(target, options.signal ? { signal: options.signal } : undefined);
+      const data = await handle.readFile(options.signal ? { signal: options.signal } : undefined);
       return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
     } catch (error) {
       throw fromErrno(error, `Reading ${target} failed`, { path: target });
+    } finally {
+      await handle.close().catch(() => {});
     }
   }
 
@@ -300,14 +333,12 @@ export class LocalSandbox implements Sandbox {
   }
 
   async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
-    const info = await this.stat(path, options);
+    throwIfAborted(options.signal);
     const target = this.resolve(path);
-    if (info.type === 'directory')
-      throw new WsError('IS_A_DIRECTORY', `Reading ${target} failed: it is a directory`, {
-        details: { path: target },
-      });
+    const handle = await openRegular(target, `Reading ${target}`);
+    // The stream owns the handle from here: it closes it when it ends, fails or is let go.
     return typedErrors(
-      createReadStream(target, {
+      handle.createReadStream({
         highWaterMark: options.chunkSize ?? 1024 * 1024,
         ...(options.signal ? { signal: options.signal } : {}),
       }),

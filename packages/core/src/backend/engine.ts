@@ -22,6 +22,7 @@ import { createBuiltinTools } from '../internal/tools/builtin-tools.js';
 import { ReadCache } from '../internal/tools/read-cache.js';
 import { DEFAULT_MODEL_INPUT_TYPES } from '../internal/tools/read-tool.js';
 import { SearchTools } from '../internal/tools/search-tools.js';
+import { withBoundedReads } from './bounded-read.js';
 import { generateId, validateId } from './ids.js';
 import type { McpConnector } from './mcp-connector.js';
 import { completeSandbox } from './posix-fallbacks.js';
@@ -167,7 +168,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     this.currentState = 'initializing';
     try {
       const session = await this.provider.open({ ...options, workspaceId: this.id });
-      this.sandbox = completeSandbox(session.sandbox);
+      this.sandbox = withBoundedReads(completeSandbox(session.sandbox));
       this.mcpConnector = session.mcp;
       this.openedWorkdir = session.workdir;
       this.sessionWarnings = session.warnings ?? [];

@@ -103,6 +103,16 @@ export interface FileOptions {
   signal?: AbortSignal;
 }
 
+/** Options of {@link Sandbox.readFile}. */
+export interface ReadFileOptions extends FileOptions {
+  /**
+   * The most bytes to return; a longer file (or a FIFO or device that keeps giving) fails with
+   * `LIMIT_EXCEEDED` without more than this held. Default: 256 MiB on a workspace's sandbox;
+   * `Infinity` lifts it. A backend's own sandbox object may ignore it (the workspace applies it).
+   */
+  maxBytes?: number;
+}
+
 /** Options of {@link Sandbox.writeFile} and {@link Sandbox.writeStream}. */
 export interface WriteOptions extends FileOptions {
   /**
@@ -205,10 +215,10 @@ export interface Sandbox {
   exec(argv: readonly string[], options?: ExecOptions): Promise<ExecResult>;
 
   /**
-   * Reads a whole file.
-   * @throws WsError `NOT_FOUND`, `IS_A_DIRECTORY`, `PERMISSION_DENIED`.
+   * Reads a whole file, at most `maxBytes` of it (on a workspace's sandbox: 256 MiB by default).
+   * @throws WsError `NOT_FOUND`, `IS_A_DIRECTORY`, `PERMISSION_DENIED`; `LIMIT_EXCEEDED` past `maxBytes`.
    */
-  readFile(path: string, options?: FileOptions): Promise<Uint8Array>;
+  readFile(path: string, options?: ReadFileOptions): Promise<Uint8Array>;
 
   /**
    * Writes a whole file, replacing it, creating missing parent directories. A string is written as UTF-8.
