@@ -61,9 +61,13 @@ describe('ws-emulator', () => {
     expect(result.status).toBe(0);
     expect(result.stdout).toContain('Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]');
     expect(result.stdout).toContain('E2B_SANDBOX_URL');
-    expect(result.stdout).toContain('ws-emulator daytona [--port N] [--snapshot NAME=IMAGE]');
+    expect(result.stdout).toContain(
+      'ws-emulator daytona [--port N] [--public-port N] [--snapshot NAME=IMAGE]',
+    );
     expect(result.stdout).toContain('ws-emulator k8s [--port N] [--image NAME=IMAGE]');
-    expect(result.stdout).toContain('ws-emulator opensandbox [--port N] [--image URI=IMAGE]');
+    expect(result.stdout).toContain(
+      'ws-emulator opensandbox [--port N] [--public-port N] [--image URI=IMAGE]',
+    );
   });
 
   it('refuses bad arguments with one line and exit code 2', () => {
@@ -78,6 +82,8 @@ describe('ws-emulator', () => {
       [['k8s', '--api-key', 'k'], '--api-key is not a k8s option; use --token'],
       [['opensandbox', '--token', 't'], '--token is a k8s option'],
       [['opensandbox', '--snapshot', 'a=b'], '--snapshot is not an opensandbox option; use --image'],
+      [['daytona', '--public-port', 'x'], '--public-port takes a port number, not x'],
+      [['e2b', '--public-port', '8080'], '--public-port is a daytona and opensandbox option'],
       [[], 'name the emulator to run'],
     ] as const) {
       const result = run([...args]);
