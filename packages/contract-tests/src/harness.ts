@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { isWsError, type WsErrorCode } from '@ws/core';
+import { isWsError, type Sandbox, type WsErrorCode } from '@ws/core';
 import { expect, it } from 'vitest';
 import type { AreaContext } from './target.js';
 
@@ -124,3 +124,34 @@ export const HOSTILE_IDS: readonly string[] = [
   'back\\slash',
   'new\nline',
 ];
+
+/**
+ * Plants what a hostile agent plants at `path`: a FIFO with `cat /dev/zero` waiting to fill whoever
+ * opens it (started with none of the command's output streams, so the command ends at once); runs
+ * `body`, then ends a writer still waiting for a reader (opened and closed at once, read-write, which
+ * does not block) and removes the FIFO.
+ */
+export async function withEndlessFifo(
+  sandbox: Pick<Sandbox, 'exec'>,
+  path: string,
+  body: () => Promise<void>,
+): Promise<void> {
+  const planted = await sandbox.exec(
+    [
+      'sh',
+      '-c',
+      `mkfifo "$1" && { sh -c 'exec cat /dev/zero > "$1"' sh "$1" </dev/null >/dev/null 2>&1 & } && echo planted`,
+      'sh',
+      path,
+    ],
+    { timeoutMs: 10_000 },
+  );
+  expect(planted.stdoutText.trim(), planted.stderrText).toBe('planted');
+  try {
+    await body();
+  } finally {
+    await sandbox.exec(['sh', '-c', 'exec 3<>"$1"; exec 3<&-; rm -f "$1"', 'sh', path], {
+      timeoutMs: 10_000,
+    });
+  }
+}

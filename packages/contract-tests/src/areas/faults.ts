@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isWsError } from '@ws/core';
 import { afterAll, describe, expect } from 'vitest';
-import { type CaseControls, conformanceCase } from '../harness.js';
+import { type CaseControls, conformanceCase, sleep } from '../harness.js';
 import type { AreaContext, FaultRig, WorkspaceUnderTest } from '../target.js';
 
 /** A call's outcome: `resolved`, the WsError's code, or `untyped: …` (a defect). */
@@ -12,7 +12,6 @@ const outcome = (promise: Promise<unknown>): Promise<string> =>
   );
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * The vendor side failing: the service stops forwarding without closing, resets connections, or

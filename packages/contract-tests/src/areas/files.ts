@@ -8,6 +8,7 @@ import {
   HOSTILE_NAMES,
   patternBytes,
   sameBytes,
+  withEndlessFifo,
 } from '../harness.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
@@ -111,32 +112,15 @@ export function filesArea(context: AreaContext): void {
           await expectWsError(() => sandbox.readFile(path, { maxBytes: 1024 * 1024 }), 'LIMIT_EXCEEDED');
           expect(sameBytes(await sandbox.readFile(path, { maxBytes: data.byteLength }), data)).toBe(true);
           await expectWsError(() => sandbox.readFile(path, { maxBytes: -1 }), 'INVALID_ARGUMENT');
-          // What a hostile agent plants: a FIFO with `cat /dev/zero` waiting to fill whoever opens it.
           const fifo = `${base}/endless-${Math.random().toString(36).slice(2, 8)}`;
-          const planted = await sandbox.exec(
-            [
-              'sh',
-              '-c',
-              `mkfifo "$1" && { sh -c 'exec cat /dev/zero > "$1"' sh "$1" </dev/null >/dev/null 2>&1 & } && echo planted`,
-              'sh',
-              fifo,
-            ],
-            { timeoutMs: 10_000 },
-          );
-          expect(planted.stdoutText.trim(), planted.stderrText).toBe('planted');
-          try {
-            // Refused at once, whether its writer still waits or is gone (then opening it would block).
+          // Refused at once, whether its writer still waits or is gone (then opening it would block).
+          await withEndlessFifo(sandbox, fifo, async () => {
             await expectWsError(
               () => sandbox.readFile(fifo, { maxBytes: 4 * 1024 * 1024 }),
               'INVALID_ARGUMENT',
             );
             await expectWsError(() => sandbox.readFile(fifo), 'INVALID_ARGUMENT');
-          } finally {
-            // A writer still waiting for a reader: opened and closed at once (read-write does not block).
-            await sandbox.exec(['sh', '-c', 'exec 3<>"$1"; exec 3<&-; rm -f "$1"', 'sh', fifo], {
-              timeoutMs: 10_000,
-            });
-          }
+          });
         },
       );
 

@@ -1,7 +1,7 @@
 import type { CompleteSandbox, Tool } from '@ws/core';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { errorText, makePdf, okText, TINY_PNG } from '../fixtures.js';
-import { conformanceCase, HOSTILE_NAMES } from '../harness.js';
+import { conformanceCase, HOSTILE_NAMES, withEndlessFifo } from '../harness.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
@@ -107,27 +107,11 @@ export function toolsFilesArea(context: AreaContext): void {
       'read.endless',
       'refuses a FIFO that a writer fills for ever, at once and holding nothing',
       async () => {
-        // What a hostile agent plants: a FIFO with `cat /dev/zero` waiting to fill whoever opens it
-        // (started with none of the command's output streams, so the command ends at once).
         const fifo = fresh('endless');
-        const planted = await sandbox.exec(
-          [
-            'sh',
-            '-c',
-            `mkfifo "$1" && { sh -c 'exec cat /dev/zero > "$1"' sh "$1" </dev/null >/dev/null 2>&1 & } && echo planted`,
-            'sh',
-            fifo,
-          ],
-          { timeoutMs: 10_000 },
-        );
-        expect(planted.stdoutText.trim(), planted.stderrText).toBe('planted');
-        expect(errorText(await read.call({ file_path: fifo }))).toBe(
-          `Error: ${fifo} is not a regular file (a FIFO, device or socket); Read shows files.`,
-        );
-        // The writer (where it outlived its command) waits for a reader that never came: opened and
-        // closed at once (read-write, which does not block), the FIFO ends it.
-        await sandbox.exec(['sh', '-c', 'exec 3<>"$1"; exec 3<&-; rm -f "$1"', 'sh', fifo], {
-          timeoutMs: 10_000,
+        await withEndlessFifo(sandbox, fifo, async () => {
+          expect(errorText(await read.call({ file_path: fifo }))).toBe(
+            `Error: ${fifo} is not a regular file (a FIFO, device or socket); Read shows files.`,
+          );
         });
       },
     );
