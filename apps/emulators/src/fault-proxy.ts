@@ -5,9 +5,30 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
  * - `pass`: forwards both ways;
  * - `hang`: forwards nothing more, on open connections and new ones, and closes nothing (a proxy or
  *   load balancer that stopped forwarding);
- * - `reset`: resets every open connection and every new one at once.
+ * - `reset`: resets every open connection and every new one at once;
+ * - `http-500`: answers each request that starts from now on `500 Internal Server Error` and closes
+ *   its connection (a service failing); an upgraded connection (a WebSocket) keeps passing;
+ * - `http-429`: the same with `429 Too Many Requests` and `Retry-After: 1` (a rate limit).
  */
-export type FaultMode = 'pass' | 'hang' | 'reset';
+export type FaultMode = 'pass' | 'hang' | 'reset' | 'http-500' | 'http-429';
+
+const CANNED: Partial<Record<FaultMode, string>> = {
+  'http-500': [
+    'HTTP/1.1 500 Internal Server Error',
+    'Content-Type: application/json',
+    'Connection: close',
+    '',
+    '{"code":500,"message":"fault injected: internal server error"}',
+  ].join('\r\n'),
+  'http-429': [
+    'HTTP/1.1 429 Too Many Requests',
+    'Content-Type: application/json',
+    'Retry-After: 1',
+    'Connection: close',
+    '',
+    '{"code":429,"message":"fault injected: rate limit exceeded"}',
+  ].join('\r\n'),
+};
 
 /** A TCP proxy on 127.0.0.1 between a vendor SDK and an emulator, whose faults a test switches. */
 export interface FaultProxy {
@@ -20,6 +41,8 @@ export interface FaultProxy {
   set(mode: FaultMode): void;
   /** Connections accepted so far. */
   readonly accepted: number;
+  /** Requests answered by the proxy itself (`http-500`, `http-429`) so far. */
+  readonly answered: number;
   /** Sets the port connections go to (for a service started after the proxy, told the proxy's port). */
   target(port: number): void;
   close(): Promise<void>;
@@ -28,6 +51,8 @@ export interface FaultProxy {
 interface Pair {
   client: Socket;
   upstream: Socket;
+  /** The service answered `101 Switching Protocols`: no HTTP request starts on it any more. */
+  upgraded: boolean;
 }
 
 /**
@@ -39,6 +64,7 @@ export async function startFaultProxy(targetPort?: number): Promise<FaultProxy> 
   let port_ = targetPort;
   let mode: FaultMode = 'pass';
   let accepted = 0;
+  let answered = 0;
   const pairs = new Set<Pair>();
   const apply = (pair: Pair) => {
     if (mode === 'reset') {
@@ -47,7 +73,7 @@ export async function startFaultProxy(targetPort?: number): Promise<FaultProxy> 
     } else if (mode === 'hang') {
       pair.client.pause();
       pair.upstream.pause();
-    } else {
+    } else if (mode === 'pass' || CANNED[mode]) {
       pair.client.resume();
       pair.upstream.resume();
     }
@@ -59,7 +85,7 @@ export async function startFaultProxy(targetPort?: number): Promise<FaultProxy> 
       return;
     }
     const upstream = connect({ host: '127.0.0.1', port: port_ });
-    const pair = { client, upstream };
+    const pair: Pair = { client, upstream, upgraded: false };
     pairs.add(pair);
     const drop = () => {
       pairs.delete(pair);
@@ -69,14 +95,29 @@ export async function startFaultProxy(targetPort?: number): Promise<FaultProxy> 
     client.on('error', drop).on('close', drop);
     upstream.on('error', drop).on('close', drop);
     // Piped by hand: a paused socket must not be resumed by a pipe's drain.
+    const flowing = () => mode === 'pass' || CANNED[mode] !== undefined;
     client.on('data', (chunk) => {
-      if (!upstream.write(chunk) && mode === 'pass') client.pause();
+      const canned = pair.upgraded ? undefined : CANNED[mode];
+      if (canned !== undefined) {
+        // A request that starts while the service "fails": answered here, never forwarded.
+        answered++;
+        client.removeAllListeners('data');
+        upstream
+          .removeAllListeners('close')
+          .removeAllListeners('error')
+          .on('error', () => {});
+        upstream.destroy();
+        client.end(canned);
+        return;
+      }
+      if (!upstream.write(chunk) && flowing()) client.pause();
     });
-    upstream.on('data', (chunk) => {
-      if (!client.write(chunk) && mode === 'pass') upstream.pause();
+    upstream.on('data', (chunk: Buffer) => {
+      if (!pair.upgraded && chunk.subarray(0, 12).toString('latin1') === 'HTTP/1.1 101') pair.upgraded = true;
+      if (!client.write(chunk) && flowing()) upstream.pause();
     });
-    client.on('drain', () => mode === 'pass' && upstream.resume());
-    upstream.on('drain', () => mode === 'pass' && client.resume());
+    client.on('drain', () => flowing() && upstream.resume());
+    upstream.on('drain', () => flowing() && client.resume());
     client.on('end', () => upstream.end());
     upstream.on('end', () => client.end());
     apply(pair);
@@ -95,6 +136,9 @@ export async function startFaultProxy(targetPort?: number): Promise<FaultProxy> 
     },
     get accepted() {
       return accepted;
+    },
+    get answered() {
+      return answered;
     },
     target(next) {
       port_ = next;
