@@ -41,11 +41,17 @@ export interface ChildProcessTarget {
  * its sandboxes) passes through a proxy on 127.0.0.1 whose traffic the case switches.
  */
 export interface FaultRig {
+  /** The vendor's name as the backend's error messages spell it (`E2B`, `Kubernetes`). */
+  readonly vendor: string;
   /**
    * `pass` forwards; `hang` forwards nothing more on open connections and new ones and closes
-   * nothing (a proxy or load balancer that stopped forwarding); `reset` resets every connection.
+   * nothing (a proxy or load balancer that stopped forwarding); `reset` resets every connection;
+   * `http-500` answers every request that starts `500` (a failing service), `http-429` answers it
+   * `429` with `Retry-After: 1` (a rate limit); an upgraded connection (a WebSocket) keeps passing.
    */
-  set(mode: 'pass' | 'hang' | 'reset'): void;
+  set(mode: 'pass' | 'hang' | 'reset' | 'http-500' | 'http-429'): void;
+  /** Requests the rig answered itself (`http-500`, `http-429`) so far. */
+  readonly answered?: number;
   /**
    * A new workspace, not yet initialized, that reaches the service through the proxy only, with
    * request time limits of a few seconds, under the target's owner tag.

@@ -68,6 +68,8 @@ export {
 export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
 export { shellJoin, shellQuote } from './backend/quote.js';
 export { cwdError, enterCwd } from './backend/remote-cwd.js';
+export type { RetryOptions, RetryPolicy } from './backend/retry.js';
+export { DEFAULT_RETRY_ATTEMPTS, isRetryable, mayHaveRun, retryAfterMs, withRetry } from './backend/retry.js';
 export { ChunkQueue, collectBytes, TailBuffer } from './backend/streams.js';
 export { dropStrictNulls, strictJsonSchema } from './backend/strict-schema.js';
 export { fileErrorFromMessage, isNetworkFailure } from './backend/vendor-errors.js';

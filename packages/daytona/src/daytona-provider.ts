@@ -6,6 +6,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 
@@ -165,23 +166,26 @@ export class DaytonaProvider implements Provider {
       ...(env ? { envVars: { ...env } } : {}),
       ...(autoStopInterval !== undefined ? { autoStopInterval } : {}),
     };
-    let sandbox: Sandbox;
-    try {
-      sandbox = image
-        ? await daytona.create(
-            { ...base, image, ...(resources ? { resources: { ...resources } } : {}) },
-            { timeout: this.timeoutSeconds },
-          )
-        : await daytona.create(
-            { ...base, ...(snapshot ? { snapshot } : {}) },
-            { timeout: this.timeoutSeconds },
-          );
-    } catch (error) {
-      throw translateDaytonaError(
-        error,
-        `creating a sandbox from ${image ? `image ${image}` : `snapshot ${snapshot ?? '(default)'}`}`,
-      );
-    }
+    const what = `creating a sandbox from ${image ? `image ${image}` : `snapshot ${snapshot ?? '(default)'}`}`;
+    // Sent again only when the service refused it: one that failed may have created a sandbox.
+    const sandbox = await withRetry(
+      async () => {
+        try {
+          return image
+            ? await daytona.create(
+                { ...base, image, ...(resources ? { resources: { ...resources } } : {}) },
+                { timeout: this.timeoutSeconds },
+              )
+            : await daytona.create(
+                { ...base, ...(snapshot ? { snapshot } : {}) },
+                { timeout: this.timeoutSeconds },
+              );
+        } catch (error) {
+          throw translateDaytonaError(error, what);
+        }
+      },
+      { safe: false },
+    );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
     const all = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws').catch(() => []);
     const oldest = all.at(-1);

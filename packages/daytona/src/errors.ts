@@ -2,6 +2,7 @@ import {
   DaytonaAuthenticationError,
   DaytonaConnectionError,
   DaytonaConnectionTimeoutError,
+  DaytonaError,
   DaytonaFileNotFoundError,
   DaytonaForbiddenError,
   DaytonaGoneError,
@@ -11,7 +12,7 @@ import {
   DaytonaTimeoutError,
 } from '@daytonaio/sdk';
 import { isWsError, WsError } from '@ws/core';
-import { fileErrorFromMessage, isNetworkFailure } from '@ws/core/backend';
+import { fileErrorFromMessage, isNetworkFailure, retryAfterMs } from '@ws/core/backend';
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -51,10 +52,14 @@ export function translateDaytonaError(error: unknown, what: string, path?: strin
     return new WsError('PERMISSION_DENIED', `Daytona refused the credentials (${what}): ${message}`, {
       cause: error,
     });
-  if (error instanceof DaytonaRateLimitError)
+  // Refused without being done: safe to send again after the service's `Retry-After`.
+  if (error instanceof DaytonaRateLimitError) {
+    const after = retryAfterMs(headerOf(error.headers, 'retry-after'));
     return new WsError('BACKEND_UNAVAILABLE', `Daytona is rate-limiting this key (${what}): ${message}`, {
       cause: error,
+      details: { refused: true, ...(after !== undefined ? { retryAfterMs: after } : {}) },
     });
+  }
   // A request given up after `requestTimeoutMs` (the service did not answer), not a slow operation.
   if (error instanceof DaytonaConnectionTimeoutError)
     return new WsError('BACKEND_UNAVAILABLE', `Daytona did not answer (${what}): ${message}`, {
@@ -68,6 +73,8 @@ export function translateDaytonaError(error: unknown, what: string, path?: strin
   if (
     error instanceof DaytonaConnectionError ||
     error instanceof DaytonaServiceUnavailableError ||
+    // A failing service (500, 502, 504), as an unreachable one.
+    (error instanceof DaytonaError && (error.statusCode ?? 0) >= 500) ||
     isNetworkFailure(error, message)
   )
     return new WsError('BACKEND_UNAVAILABLE', `Daytona cannot be reached (${what}): ${message}`, {
@@ -77,4 +84,13 @@ export function translateDaytonaError(error: unknown, what: string, path?: strin
     cause: error,
     ...(details ? { details } : {}),
   });
+}
+
+/** One header of a vendor error's response (a plain object or axios' headers), by lower-case name. */
+function headerOf(headers: unknown, name: string): unknown {
+  if (headers === null || typeof headers !== 'object') return undefined;
+  const get = (headers as { get?: unknown }).get;
+  if (typeof get === 'function') return (get as (key: string) => unknown).call(headers, name);
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value;
+  return undefined;
 }

@@ -1,5 +1,6 @@
 import type { Daytona, Sandbox } from '@daytonaio/sdk';
 import { WsError } from '@ws/core';
+import { withRetry } from '@ws/core/backend';
 import { type DaytonaConnection, newClient } from './client.js';
 import { translateDaytonaError } from './errors.js';
 
@@ -39,11 +40,12 @@ function createdAt(sandbox: Sandbox): number {
  * first: another owner's sandbox of the same id is never opened, stopped or deleted. A failed
  * listing is an error, never "none", which would create a second sandbox for the id.
  */
-export async function findSandboxes(
-  daytona: Daytona,
-  workspaceId: string,
-  owner: string,
-): Promise<Sandbox[]> {
+export function findSandboxes(daytona: Daytona, workspaceId: string, owner: string): Promise<Sandbox[]> {
+  // A listing is safe to send again: a failing or throttling service is tried a few times.
+  return withRetry(() => findOnce(daytona, workspaceId, owner), { safe: true });
+}
+
+async function findOnce(daytona: Daytona, workspaceId: string, owner: string): Promise<Sandbox[]> {
   const found: Sandbox[] = [];
   try {
     const labels = { [LABELS.id]: workspaceId, [LABELS.owner]: owner };
@@ -63,7 +65,12 @@ export async function findSandboxes(
  * Brings a found sandbox to `started`: a stopped, archived or paused one is started, one on its way
  * there is waited for, a recoverable error is recovered; any other error is `BACKEND_ERROR`.
  */
-export async function readySandbox(sandbox: Sandbox, timeoutSeconds: number): Promise<Sandbox> {
+export function readySandbox(sandbox: Sandbox, timeoutSeconds: number): Promise<Sandbox> {
+  // Starting a sandbox is safe to ask again (a started one stays started).
+  return withRetry(() => readyOnce(sandbox, timeoutSeconds), { safe: true });
+}
+
+async function readyOnce(sandbox: Sandbox, timeoutSeconds: number): Promise<Sandbox> {
   const deadline = Date.now() + timeoutSeconds * 1000;
   const left = () => Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
   try {

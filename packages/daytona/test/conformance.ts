@@ -68,7 +68,11 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
     faults: async () => {
       const behind = await emulatorBehindProxy(owner);
       return {
+        vendor: 'Daytona',
         set: (mode) => behind.proxy.set(mode),
+        get answered() {
+          return behind.proxy.answered;
+        },
         create: ({ secondOwner: _, ...options }) =>
           new DaytonaWorkspace({ ...options, ...behind.connection, owner, requestTimeoutMs: 2_000 }),
         close: () => behind.stop(),

@@ -5,6 +5,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
@@ -109,7 +110,11 @@ export class E2BProvider implements Provider {
    * Every sandbox carrying the workspace id and this object's owner tag, running or paused, newest
    * first: another owner's sandbox of the same id is never opened, paused or killed.
    */
-  private async find(workspaceId: string): Promise<Found[]> {
+  private find(workspaceId: string): Promise<Found[]> {
+    return withRetry(() => this.findOnce(workspaceId), { safe: true });
+  }
+
+  private async findOnce(workspaceId: string): Promise<Found[]> {
     const found: Found[] = [];
     try {
       const paginator = Sandbox.list({
@@ -191,34 +196,46 @@ export class E2BProvider implements Provider {
     return (await this.attachments?.release(this.session)) ?? false;
   }
 
-  private async connect(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
-    try {
-      // Resumes a paused sandbox.
-      return await Sandbox.connect(sandboxId, {
-        ...this.connection(signal),
-        timeoutMs: this.options.timeoutMs,
-      });
-    } catch (error) {
-      throw translateE2BError(error, `connecting to sandbox ${sandboxId}`);
-    }
+  /** Connects to a sandbox (resuming a paused one): safe to send again. */
+  private connect(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+    return withRetry(
+      async () => {
+        try {
+          return await Sandbox.connect(sandboxId, {
+            ...this.connection(signal),
+            timeoutMs: this.options.timeoutMs,
+          });
+        } catch (error) {
+          throw translateE2BError(error, `connecting to sandbox ${sandboxId}`);
+        }
+      },
+      { safe: true, ...(signal ? { signal } : {}) },
+    );
   }
 
   private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
     let sandbox: Sandbox;
     try {
-      sandbox = await Sandbox.create(this.options.template, {
-        ...this.connection(signal),
-        timeoutMs: this.options.timeoutMs,
-        metadata: {
-          ...this.options.metadata,
-          [METADATA.id]: workspaceId,
-          [METADATA.owner]: this.owner,
-          [METADATA.created]: new Date().toISOString(),
-        },
-        ...(this.options.env ? { envs: { ...this.options.env } } : {}),
-        // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
-        lifecycle: { onTimeout: 'pause' },
-      });
+      // Sent again only when the service refused it: one that failed may have created a sandbox.
+      sandbox = await withRetry(
+        () =>
+          Sandbox.create(this.options.template, {
+            ...this.connection(signal),
+            timeoutMs: this.options.timeoutMs,
+            metadata: {
+              ...this.options.metadata,
+              [METADATA.id]: workspaceId,
+              [METADATA.owner]: this.owner,
+              [METADATA.created]: new Date().toISOString(),
+            },
+            ...(this.options.env ? { envs: { ...this.options.env } } : {}),
+            // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
+            lifecycle: { onTimeout: 'pause' },
+          }).catch((error: unknown) => {
+            throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
+          }),
+        { safe: false, ...(signal ? { signal } : {}) },
+      );
     } catch (error) {
       throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
     }

@@ -22,6 +22,7 @@ import {
   cwdError,
   encodeUtf8,
   enterCwd,
+  mayHaveRun,
   normalizeInput,
   OutputCollector,
   resolveSandboxPath,
@@ -120,7 +121,7 @@ export class E2BSandbox implements WsSandbox {
       forgetOutput(handle);
       return { handle, cwd };
     } catch (error) {
-      throw translateE2BError(error, `${what} ${argv[0]}`);
+      throw mayHaveRun(translateE2BError(error, `${what} ${argv[0]}`));
     }
   }
 
@@ -185,7 +186,7 @@ export class E2BSandbox implements WsSandbox {
       });
     } catch (error) {
       if (aborted) throw abortError(options.signal);
-      throw translateE2BError(error, `exec ${argv[0]}`);
+      throw mayHaveRun(translateE2BError(error, `exec ${argv[0]}`));
     } finally {
       if (timer) clearTimeout(timer);
       options.signal?.removeEventListener('abort', onAbort);

@@ -70,7 +70,11 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
     faults: async () => {
       const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
       return {
+        vendor: 'E2B',
         set: (mode) => proxy.set(mode),
+        get answered() {
+          return proxy.answered;
+        },
         create: ({ secondOwner: _, ...options }) =>
           new E2BWorkspace({
             ...options,

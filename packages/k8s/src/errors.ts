@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
 import { isWsError, WsError } from '@ws/core';
-import { isNetworkFailure } from '@ws/core/backend';
+import { isNetworkFailure, retryAfterMs } from '@ws/core/backend';
 import { isRequestTimeout } from './api.js';
 
 /** What the API server said, from a `Status` body. */
@@ -59,7 +59,16 @@ export function translateK8sError(error: unknown, what: string): WsError {
     if (status.code === 409) return make('CONFLICT', `Kubernetes: ${what}: ${message}`);
     if (status.code === 422 || status.code === 400)
       return make('INVALID_ARGUMENT', `Kubernetes rejected ${what}: ${message}`);
-    if (status.code === 429 || (status.code !== undefined && status.code >= 500))
+    // Refused without being done (the API server's priority and fairness, or a quota): safe to repeat.
+    if (status.code === 429) {
+      const raw = (error as ApiException<unknown>).headers;
+      const after = retryAfterMs(raw?.['retry-after'] ?? raw?.['Retry-After']);
+      return new WsError('BACKEND_UNAVAILABLE', `Kubernetes is throttling ${what}: ${message}`, {
+        cause: error,
+        details: { ...details, refused: true, ...(after !== undefined ? { retryAfterMs: after } : {}) },
+      });
+    }
+    if (status.code !== undefined && status.code >= 500)
       return make('BACKEND_UNAVAILABLE', `Kubernetes could not serve ${what}: ${message}`);
     return make('BACKEND_ERROR', `Kubernetes ${what} failed: ${message}`);
   }

@@ -6,6 +6,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { coreApi } from './api.js';
@@ -117,8 +118,10 @@ export class K8sProvider implements Provider {
     await this.release();
     const began = performance.now();
     const objects = this.identify(options.workspaceId);
-    await objects.ensureClaim(options.signal);
-    const { created } = await objects.ensurePod(options.signal);
+    // Both create by name (an existing object is used): safe to send again when the API server fails.
+    const retry = { safe: true, ...(options.signal ? { signal: options.signal } : {}) };
+    await withRetry(() => objects.ensureClaim(options.signal), retry);
+    const { created } = await withRetry(() => objects.ensurePod(options.signal), retry);
     this.createdPod = created;
     this.attachMs = performance.now() - began;
     const direct = new K8sSandbox(new Exec(this.kubeConfig()), {

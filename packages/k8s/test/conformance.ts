@@ -115,7 +115,11 @@ export async function registerK8sConformance(
         currentContext: 'proxied',
       });
       return {
+        vendor: 'Kubernetes',
         set: (mode) => proxy.set(mode),
+        get answered() {
+          return proxy.answered;
+        },
         create: ({ secondOwner: _, ...options }) =>
           new K8sWorkspace({ ...options, ...emulatedOptions(), kubeconfig: config, requestTimeoutMs: 2_000 }),
         close: () => proxy.close(),

@@ -65,10 +65,25 @@ export function translateOpenSandboxError(error: unknown, what: string, path?: s
           cause: error,
         },
       );
-    if (status === 429 || status === 502 || status === 504)
-      return new WsError('BACKEND_UNAVAILABLE', `OpenSandbox is not answering (${what}): ${message}`, {
-        cause: error,
-      });
+    // Refused without being done: safe to send again.
+    if (status === 429)
+      return new WsError(
+        'BACKEND_UNAVAILABLE',
+        `OpenSandbox is rate-limiting this key (${what}): ${message}`,
+        {
+          cause: error,
+          details: { refused: true },
+        },
+      );
+    // A failing service (500, 502, 504), as an unreachable one.
+    if (status >= 500)
+      return new WsError(
+        'BACKEND_UNAVAILABLE',
+        `OpenSandbox failed to serve ${what} (${status}): ${message}`,
+        {
+          cause: error,
+        },
+      );
     return new WsError('BACKEND_ERROR', `OpenSandbox ${what} failed (${status} ${code}): ${message}`, {
       cause: error,
       ...(details ? { details } : {}),

@@ -6,6 +6,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { translateOpenSandboxError } from './errors.js';
@@ -159,7 +160,12 @@ export class OpenSandboxProvider implements Provider {
    * Every sandbox carrying the workspace id and the owner tag that still holds its files, newest
    * first: another owner's sandbox of the same id is never opened, paused or killed.
    */
-  private async find(workspaceId: string): Promise<Found[]> {
+  private find(workspaceId: string): Promise<Found[]> {
+    // A listing is safe to send again: a failing or throttling service is tried a few times.
+    return withRetry(() => this.findOnce(workspaceId), { safe: true });
+  }
+
+  private async findOnce(workspaceId: string): Promise<Found[]> {
     let infos: SandboxInfo[];
     try {
       infos = await listByMetadata(
@@ -260,7 +266,12 @@ export class OpenSandboxProvider implements Provider {
   }
 
   /** Resumes a paused sandbox, or connects to a running one. */
-  private async attachTo(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+  private attachTo(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+    // Resuming or connecting is safe to ask again (a running sandbox stays running).
+    return withRetry(() => this.attachOnce(sandboxId, signal), { safe: true, ...(signal ? { signal } : {}) });
+  }
+
+  private async attachOnce(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
     try {
       const state = await this.settle(sandboxId, signal);
       const connect = {
@@ -284,26 +295,30 @@ export class OpenSandboxProvider implements Provider {
     throwIfAborted(signal);
     let sandbox: Sandbox;
     const { image, timeoutMs, env, resources, entrypoint } = this.options;
-    try {
-      sandbox = await Sandbox.create({
-        image,
-        connectionConfig: this.connection,
-        // The id keys go last: they win over a user's value.
-        metadata: {
-          ...this.options.metadata,
-          [METADATA.id]: workspaceId,
-          [METADATA.owner]: this.options.owner ?? 'ws',
-          [METADATA.created]: new Date().toISOString(),
-        },
-        timeoutSeconds: timeoutMs === null ? null : Math.ceil(timeoutMs / 1000),
-        readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
-        ...(env ? { env: { ...env } } : {}),
-        ...(resources ? { resource: { ...resources } } : {}),
-        ...(entrypoint ? { entrypoint: [...entrypoint] } : {}),
-      });
-    } catch (error) {
-      throw translateOpenSandboxError(error, `creating a sandbox from image ${image}`);
-    }
+    const what = `creating a sandbox from image ${image}`;
+    // Sent again only when the service refused it: one that failed may have created a sandbox.
+    sandbox = await withRetry(
+      () =>
+        Sandbox.create({
+          image,
+          connectionConfig: this.connection,
+          // The id keys go last: they win over a user's value.
+          metadata: {
+            ...this.options.metadata,
+            [METADATA.id]: workspaceId,
+            [METADATA.owner]: this.options.owner ?? 'ws',
+            [METADATA.created]: new Date().toISOString(),
+          },
+          timeoutSeconds: timeoutMs === null ? null : Math.ceil(timeoutMs / 1000),
+          readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
+          ...(env ? { env: { ...env } } : {}),
+          ...(resources ? { resource: { ...resources } } : {}),
+          ...(entrypoint ? { entrypoint: [...entrypoint] } : {}),
+        }).catch((error: unknown) => {
+          throw translateOpenSandboxError(error, what);
+        }),
+      { safe: false, ...(signal ? { signal } : {}) },
+    );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
     const all = await this.find(workspaceId).catch(() => []);
     const oldest = all.at(-1);

@@ -69,7 +69,11 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
       new OpenSandboxWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
     // Every connection of the file passes the emulator's proxy; the fault cases switch it.
     faults: async () => ({
+      vendor: 'OpenSandbox',
       set: (mode) => faultProxy().set(mode),
+      get answered() {
+        return faultProxy().answered;
+      },
       create: ({ secondOwner: _, ...options }) =>
         new OpenSandboxWorkspace({ ...options, ...emulated, owner, requestTimeoutMs: 2_000 }),
       close: async () => faultProxy().set('pass'),

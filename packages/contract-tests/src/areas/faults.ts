@@ -5,10 +5,16 @@ import { type CaseControls, conformanceCase, sleep } from '../harness.js';
 import type { AreaContext, FaultRig, WorkspaceUnderTest } from '../target.js';
 
 /** A call's outcome: `resolved`, the WsError's code, or `untyped: …` (a defect). */
-const outcome = (promise: Promise<unknown>): Promise<string> =>
+const outcome = async (promise: Promise<unknown>): Promise<string> => (await described(promise)).outcome;
+
+/** A call's outcome and, when it failed, its message (for the assertion's report). */
+const described = (promise: Promise<unknown>): Promise<{ outcome: string; message: string }> =>
   promise.then(
-    () => 'resolved',
-    (error: unknown) => (isWsError(error) ? error.code : `untyped: ${String(error)}`),
+    () => ({ outcome: 'resolved', message: '' }),
+    (error: unknown) => ({
+      outcome: isWsError(error) ? error.code : `untyped: ${String(error)}`,
+      message: String(error),
+    }),
   );
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
@@ -111,6 +117,96 @@ export function faultsArea(context: AreaContext): void {
         const working = await recovered(started, workspace, ['true']);
         await sleep(3_000);
         expect(decode(await working.getSandbox().readFile(counter))).toBe('run\n');
+      },
+      120_000,
+    );
+
+    conformanceCase(
+      context,
+      'faults.http-500',
+      'a service answering 500 fails each call with BACKEND_UNAVAILABLE (never BACKEND_ERROR), within its limits; the workspace works again after',
+      async (test) => {
+        const started = await rigged(test);
+        const workspace = await create(started);
+        await workspace.initialize();
+        await workspace.getSandbox().writeFile('kept.txt', 'kept');
+        const before = started.answered ?? 0;
+        started.set('http-500');
+        try {
+          const other = await create(started);
+          const open = other.initialize();
+          expect(await outcome(open)).toBe('BACKEND_UNAVAILABLE');
+          // The message names the vendor, so an operator knows whose service failed.
+          expect(await open.catch((error: Error) => error.message)).toContain(started.vendor);
+          // A call on the open workspace: done (it needed no new request) or typed, never a guess.
+          const exec = await described(workspace.getSandbox().exec(['echo', 'x'], { timeoutMs: 10_000 }));
+          expect(['resolved', 'BACKEND_UNAVAILABLE', 'TIMEOUT'], exec.message).toContain(exec.outcome);
+        } finally {
+          started.set('pass');
+        }
+        // The service did fail the calls (the proxy answered them), and they were typed above.
+        if (started.answered !== undefined) expect(started.answered).toBeGreaterThan(before);
+        const working = await recovered(started, workspace, ['cat', 'kept.txt']);
+        expect(decode(await working.getSandbox().readFile('kept.txt'))).toBe('kept');
+      },
+      120_000,
+    );
+
+    conformanceCase(
+      context,
+      'faults.rate-limited',
+      'a service answering 429 with Retry-After: a throttled open is sent again and succeeds once the limit lifts; a lasting limit ends typed',
+      async (test) => {
+        const started = await rigged(test);
+        // Lasting: every request refused; the open ends within its limits, BACKEND_UNAVAILABLE.
+        started.set('http-429');
+        try {
+          const refused = await create(started);
+          const began = Date.now();
+          expect(await outcome(refused.initialize())).toBe('BACKEND_UNAVAILABLE');
+          expect(Date.now() - began).toBeLessThan(60_000);
+        } finally {
+          started.set('pass');
+        }
+        // Passing: refused for a while, then served; the open waits it out and succeeds.
+        const before = started.answered ?? 0;
+        started.set('http-429');
+        const lift = setTimeout(() => started.set('pass'), 1_500);
+        try {
+          const throttled = await create(started);
+          await throttled.initialize();
+          expect((await throttled.getSandbox().exec(['echo', 'through'])).stdoutText).toBe('through\n');
+        } finally {
+          clearTimeout(lift);
+          started.set('pass');
+        }
+        if (started.answered !== undefined) expect(started.answered).toBeGreaterThan(before);
+      },
+      120_000,
+    );
+
+    conformanceCase(
+      context,
+      'faults.sandbox-removed',
+      'a sandbox removed from outside fails the calls of the workspace using it with BACKEND_UNAVAILABLE within their limits, never a hang; the id opens again',
+      async (test) => {
+        const started = await rigged(test);
+        const workspace = await create(started);
+        await workspace.initialize();
+        await workspace.getSandbox().writeFile('kept.txt', 'kept');
+        // Another object on the id removes the sandbox (as the vendor's console or a reaper would).
+        const remover = await create(started, workspace.id);
+        await remover.initialize();
+        await remover.destroy();
+        const began = Date.now();
+        const exec = await described(workspace.getSandbox().exec(['echo', 'x'], { timeoutMs: 10_000 }));
+        const read = await described(workspace.getSandbox().readFile('kept.txt'));
+        expect(Date.now() - began).toBeLessThan(40_000);
+        // Working again on a new sandbox is allowed; a typed "unavailable" is; anything else is not.
+        expect(['resolved', 'BACKEND_UNAVAILABLE'], exec.message).toContain(exec.outcome);
+        expect(['resolved', 'BACKEND_UNAVAILABLE', 'NOT_FOUND'], read.message).toContain(read.outcome);
+        const working = await recovered(started, workspace, ['true']);
+        expect((await working.getSandbox().exec(['echo', 'again'])).stdoutText).toBe('again\n');
       },
       120_000,
     );
