@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateId, isWsError } from '@ws/core';
+import { startFaultProxy } from '@ws/emulators';
 import { Sandbox } from 'e2b';
 import { afterAll, describe, expect, it } from 'vitest';
 import { E2BWorkspace, killOwnedSandboxes, METADATA } from '../src/index.js';
@@ -20,6 +21,8 @@ afterAll(async () => {
   if (emulated) await killOwnedSandboxes(owner, emulated).catch(() => []);
   await stopEmulator();
 }, 120_000);
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const open = (workspaceId: string, options: Record<string, unknown> = {}) =>
   new E2BWorkspace({ ...emulated, owner, workspaceId, ...options });
@@ -151,6 +154,51 @@ setInterval(() => {}, 1000);`;
     expect((await sandboxesOf(workspaceId)).map((info) => info.state)).toEqual(['paused']);
     await open(workspaceId).destroy();
   }, 90_000);
+
+  it('a write broken mid-upload leaves the old file whole, and no temporary file once the service answers', async () => {
+    // Without the gateway a write is three calls (prepare, upload, rename); the proxy breaks the upload.
+    const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
+    const workspace = open(generateId(), {
+      gateway: false,
+      apiUrl: proxy.url,
+      sandboxUrl: proxy.url,
+      requestTimeoutMs: 5_000,
+    });
+    const temporaries = async () =>
+      (await workspace.getSandbox().exec(['ls', '-a'])).stdoutText
+        .split('\n')
+        .filter((name) => /^\.ws-.*\.tmp$/.test(name));
+    try {
+      await workspace.initialize();
+      const sandbox = workspace.getSandbox();
+      await sandbox.writeFile('data.bin', 'old');
+      let settled = false;
+      const writing = sandbox
+        .writeFile('data.bin', new Uint8Array(96 * 1024 * 1024).fill(1))
+        .then(
+          () => undefined,
+          (error: unknown) => error,
+        )
+        .finally(() => {
+          settled = true;
+        });
+      // Break every connection once the temporary file is there (the upload has begun).
+      for (let tries = 0; tries < 200 && !settled && (await temporaries()).length === 0; tries++)
+        await sleep(25);
+      proxy.set('reset');
+      const failure = await writing;
+      proxy.set('pass');
+      expect(isWsError(failure, 'BACKEND_UNAVAILABLE'), String(failure)).toBe(true);
+      expect(new TextDecoder().decode(await sandbox.readFile('data.bin'))).toBe('old');
+      // The removal failed with the upload; the next write removes what is left.
+      await sandbox.writeFile('next.txt', 'next');
+      expect(await temporaries()).toEqual([]);
+    } finally {
+      proxy.set('pass');
+      await workspace.destroy().catch(() => {});
+      await proxy.close();
+    }
+  }, 120_000);
 
   it('runs without the gateway through envd alone: streams apart, stdin, exit codes, bytes in files', async () => {
     const workspace = open(generateId(), { gateway: false });

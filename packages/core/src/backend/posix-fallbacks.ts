@@ -101,6 +101,7 @@ export async function writeThroughTemporary(
   translate: (error: unknown, target: string) => WsError,
 ): Promise<void> {
   throwIfAborted(options.signal);
+  await removeLeftovers(sandbox);
   const prepared = await sandbox.exec(['sh', '-c', POSIX_WRITE_SCRIPTS.prepare, 'sh', requested], {
     cwd: '/',
     ...(options.signal ? { signal: options.signal } : {}),
@@ -131,11 +132,41 @@ export async function writeThroughTemporary(
         details: { path: target },
       });
   } catch (error) {
-    await sandbox.exec(['rm', '-f', '--', temporary], { cwd: '/' }).catch(() => {});
+    // A service that broke the upload may refuse the removal too: the next write on this sandbox
+    // removes the temporary file once the service answers again.
+    if (!(await removeFiles(sandbox, [temporary]))) leftoversOf(sandbox).add(temporary);
     if (options.signal?.aborted) throw abortError(options.signal);
     throw translate(error, target);
   }
 }
+
+/** Temporary files of failed writes whose removal failed too, per sandbox object. */
+const LEFTOVERS = new WeakMap<object, Set<string>>();
+
+function leftoversOf(sandbox: object): Set<string> {
+  const known = LEFTOVERS.get(sandbox);
+  if (known) return known;
+  const set = new Set<string>();
+  LEFTOVERS.set(sandbox, set);
+  return set;
+}
+
+async function removeLeftovers(sandbox: Pick<Sandbox, 'exec'>): Promise<void> {
+  const set = LEFTOVERS.get(sandbox);
+  if (!set?.size) return;
+  const paths = [...set];
+  if (await removeFiles(sandbox, paths)) for (const path of paths) set.delete(path);
+}
+
+/** Removes files with one bounded command; false when the command could not run or failed. */
+async function removeFiles(sandbox: Pick<Sandbox, 'exec'>, paths: readonly string[]): Promise<boolean> {
+  const removed = await sandbox
+    .exec(['rm', '-f', '--', ...paths], { cwd: '/', timeoutMs: REMOVE_TIMEOUT_MS })
+    .catch(() => undefined);
+  return removed?.exitCode === 0;
+}
+
+const REMOVE_TIMEOUT_MS = 30_000;
 
 /**
  * A fresh hidden name (`.ws-<random>.tmp`) in the same folder as `target`, for a file that is renamed
