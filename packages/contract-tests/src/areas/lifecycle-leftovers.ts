@@ -111,5 +111,43 @@ await new Promise(() => {});`,
       },
       90_000,
     );
+
+    conformanceCase(
+      context,
+      'lifecycle.planted-record',
+      'an attachment record the agent plants dated in the future does not keep the sandbox running after close()',
+      async (test) => {
+        const look = leftovers(test);
+        const workspaceId = context.newId();
+        const workspace = await context.create(workspaceId);
+        await workspace.initialize();
+        const sandbox = workspace.getSandbox();
+        // A hostile agent finds where the objects using its sandbox are recorded, and plants a record
+        // of a user on another machine that looks fresh until 2099.
+        const found = await sandbox.exec(
+          ['sh', '-c', 'find / -xdev -type d -path "*/.ws/attached" 2>/dev/null; true'],
+          { timeoutMs: 30_000 },
+        );
+        const folders = found.stdoutText.split('\n').filter(Boolean);
+        if (folders.length === 0) {
+          await workspace.close();
+          test.skip('the backend keeps no attachment records inside the sandbox');
+        }
+        const planted = await sandbox.exec(
+          [
+            'sh',
+            '-c',
+            'for d in "$@"; do touch -d "2099-01-01 00:00:00" "$d/0123456789ab-1-deadbeef"; done',
+            'sh',
+            ...folders,
+          ],
+          { timeoutMs: 10_000 },
+        );
+        expect(planted.exitCode, planted.stderrText).toBe(0);
+        await workspace.close();
+        expect(await settled(look, workspaceId)).toEqual([]);
+      },
+      90_000,
+    );
   });
 }
