@@ -17,10 +17,10 @@ function pairs(map: Readonly<Record<string, string>>): string {
     .join(', ');
 }
 
-const USAGE = `Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
-       ws-emulator daytona [--port N] [--public-port N] [--snapshot NAME=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
-       ws-emulator k8s [--port N] [--image NAME=IMAGE]... [--token TOKEN] [--kubeconfig PATH] [--instance NAME] [--no-network] [--quiet]
-       ws-emulator opensandbox [--port N] [--public-port N] [--image URI=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet]
+const USAGE = `Usage: ws-emulator e2b [--port N] [--template ID=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet] [--until-stdin-ends]
+       ws-emulator daytona [--port N] [--public-port N] [--snapshot NAME=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet] [--until-stdin-ends]
+       ws-emulator k8s [--port N] [--image NAME=IMAGE]... [--token TOKEN] [--kubeconfig PATH] [--instance NAME] [--no-network] [--quiet] [--until-stdin-ends]
+       ws-emulator opensandbox [--port N] [--public-port N] [--image URI=IMAGE]... [--api-key KEY]... [--instance NAME] [--no-network] [--quiet] [--until-stdin-ends]
        ws-emulator --help
 
 Runs an emulator of E2B's API (control plane and envd) on 127.0.0.1, backed by Docker containers
@@ -41,6 +41,8 @@ The unmodified e2b SDK uses it with the environment it prints:
   --no-network          sandboxes get no network at all, only their own loopback, whatever they ask
                         for (they start sooner; for suites that never use the network from inside)
   --quiet               no request log on stderr
+  --until-stdin-ends    stop also when standard input ends (run from a parent that may die
+                        without stopping it: the parent holds the other end of a pipe)
   -h, --help            show this help
 
 The daytona emulator serves Daytona's control plane (under /api) and every sandbox's toolbox (under
@@ -114,6 +116,7 @@ async function main(args: string[]): Promise<number> {
       'no-network'?: boolean;
       'public-port'?: string;
       quiet?: boolean;
+      'until-stdin-ends'?: boolean;
       help?: boolean;
     };
     positionals: string[];
@@ -133,6 +136,7 @@ async function main(args: string[]): Promise<number> {
         'no-network': { type: 'boolean' },
         'public-port': { type: 'string' },
         quiet: { type: 'boolean' },
+        'until-stdin-ends': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -234,6 +238,10 @@ async function main(args: string[]): Promise<number> {
   await new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
     process.once('SIGTERM', resolve);
+    if (values['until-stdin-ends']) {
+      process.stdin.once('end', resolve).once('close', resolve).once('error', resolve);
+      process.stdin.resume();
+    }
   });
   await emulator.close();
   process.stderr.write("ws-emulator: stopped; the sandboxes' containers are left in place\n");

@@ -36,9 +36,10 @@ export interface LaunchEmulatorOptions {
 }
 
 /**
- * Runs `ws-emulator <vendor> --port 0 --quiet --instance … <args>` as its own process (a service
- * apart, as the vendor's is, so that the caller's memory is its own) and resolves with what it
- * printed once it listens; rejects with its log when it exits first.
+ * Runs `ws-emulator <vendor> --port 0 --quiet --until-stdin-ends --instance … <args>` as its own
+ * process (a service apart, as the vendor's is, so that the caller's memory is its own) and resolves
+ * with what it printed once it listens; rejects with its log when it exits first. It stops when this
+ * process dies, even without `stop()`.
  */
 export function launchEmulator(
   vendor: EmulatorVendor,
@@ -50,9 +51,13 @@ export function launchEmulator(
   const instance = options.instance ?? `ws-${vendor}-${randomBytes(4).toString('hex')}`;
   const child = spawn(
     process.execPath,
-    [EMULATOR_BIN, vendor, '--port', '0', '--quiet', '--instance', instance, ...args],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    [EMULATOR_BIN, vendor, '--port', '0', '--quiet', '--until-stdin-ends', '--instance', instance, ...args],
+    // This process holds the emulator's stdin: when it dies without stop() (a test run cut short,
+    // a filtered run whose clean-up never ran), the pipe ends and the emulator stops too.
+    { stdio: ['pipe', 'pipe', 'pipe'] },
   );
+  child.stdin.on('error', () => {});
+  (child.stdin as unknown as { unref?: () => void }).unref?.();
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');

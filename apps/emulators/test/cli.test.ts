@@ -122,6 +122,52 @@ describe('ws-emulator', () => {
   );
 
   it.skipIf(engineProblem !== undefined)(
+    'an emulator launched by a process that is killed stops by itself (its stdin ends)',
+    async () => {
+      requireBuild();
+      const index = join(dirname(bin), 'index.js');
+      const parent = spawn(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          `const { launchEmulator } = await import(${JSON.stringify(index)});
+const emulator = await launchEmulator('e2b', ['--no-network']);
+console.log('ready ' + emulator.env.E2B_API_URL);
+setInterval(() => {}, 60_000);`,
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
+      children.push(parent);
+      let printed = '';
+      parent.stdout!.on('data', (chunk) => {
+        printed += chunk;
+      });
+      for (let waited = 0; !/ready \S+/.test(printed) && waited < 20_000; waited += 50)
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      const url = /ready (\S+)/.exec(printed)?.[1];
+      expect(url, 'the emulator did not start').toBeDefined();
+      const answers = () =>
+        fetch(`${url}/v2/sandboxes`, {
+          headers: { 'x-api-key': 'k' },
+          signal: AbortSignal.timeout(2_000),
+        }).then(
+          () => true,
+          () => false,
+        );
+      expect(await answers()).toBe(true);
+      parent.kill('SIGKILL');
+      let alive = true;
+      for (let waited = 0; alive && waited < 15_000; waited += 200) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        alive = await answers();
+      }
+      expect(alive, 'the emulator still answers 15 s after its parent was killed').toBe(false);
+    },
+    60_000,
+  );
+
+  it.skipIf(engineProblem !== undefined)(
     'runs the Daytona emulator in the foreground, prints the env to export, and stops on SIGTERM',
     async () => {
       const { env, output, stop } = await foreground(
