@@ -168,6 +168,8 @@ export class DaytonaProvider implements Provider {
     };
     const what = `creating a sandbox from ${image ? `image ${image}` : `snapshot ${snapshot ?? '(default)'}`}`;
     // Sent again only when the service refused it: one that failed may have created a sandbox.
+    // (A refusal of a later request of the same call, the sandbox made, leaves two: the check below
+    // keeps the older.)
     const sandbox = await withRetry(
       async () => {
         try {

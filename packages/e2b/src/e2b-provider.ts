@@ -214,31 +214,28 @@ export class E2BProvider implements Provider {
   }
 
   private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
-    let sandbox: Sandbox;
-    try {
-      // Sent again only when the service refused it: one that failed may have created a sandbox.
-      sandbox = await withRetry(
-        () =>
-          Sandbox.create(this.options.template, {
-            ...this.connection(signal),
-            timeoutMs: this.options.timeoutMs,
-            metadata: {
-              ...this.options.metadata,
-              [METADATA.id]: workspaceId,
-              [METADATA.owner]: this.owner,
-              [METADATA.created]: new Date().toISOString(),
-            },
-            ...(this.options.env ? { envs: { ...this.options.env } } : {}),
-            // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
-            lifecycle: { onTimeout: 'pause' },
-          }).catch((error: unknown) => {
-            throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
-          }),
-        { safe: false, ...(signal ? { signal } : {}) },
-      );
-    } catch (error) {
-      throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
-    }
+    // Sent again only when the service refused it: one that failed may have created a sandbox.
+    // (A refusal of a later request of the same call, the sandbox made, leaves two: the check below
+    // keeps the older.)
+    const sandbox = await withRetry(
+      () =>
+        Sandbox.create(this.options.template, {
+          ...this.connection(signal),
+          timeoutMs: this.options.timeoutMs,
+          metadata: {
+            ...this.options.metadata,
+            [METADATA.id]: workspaceId,
+            [METADATA.owner]: this.owner,
+            [METADATA.created]: new Date().toISOString(),
+          },
+          ...(this.options.env ? { envs: { ...this.options.env } } : {}),
+          // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
+          lifecycle: { onTimeout: 'pause' },
+        }).catch((error: unknown) => {
+          throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
+        }),
+      { safe: false, ...(signal ? { signal } : {}) },
+    );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
     const all = await this.find(workspaceId).catch(() => []);
     const oldest = all.at(-1);

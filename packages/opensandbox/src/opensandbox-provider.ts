@@ -293,11 +293,12 @@ export class OpenSandboxProvider implements Provider {
 
   private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
     throwIfAborted(signal);
-    let sandbox: Sandbox;
     const { image, timeoutMs, env, resources, entrypoint } = this.options;
     const what = `creating a sandbox from image ${image}`;
-    // Sent again only when the service refused it: one that failed may have created a sandbox.
-    sandbox = await withRetry(
+    // Sent again only when the service refused it: one that failed may have created a sandbox. (A
+    // refusal of a later request of the same call, the sandbox made, leaves two: the check below
+    // keeps the older.)
+    const sandbox = await withRetry(
       () =>
         Sandbox.create({
           image,
