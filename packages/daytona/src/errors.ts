@@ -12,7 +12,7 @@ import {
   DaytonaTimeoutError,
 } from '@daytonaio/sdk';
 import { isWsError, WsError } from '@ws/core';
-import { fileErrorFromMessage, isNetworkFailure, retryAfterMs } from '@ws/core/backend';
+import { fileErrorFromMessage, hasTimeoutAbort, isNetworkFailure, retryAfterMs } from '@ws/core/backend';
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -79,6 +79,8 @@ export function translateDaytonaError(error: unknown, what: string, path?: strin
   )
     return new WsError('BACKEND_UNAVAILABLE', `Daytona cannot be reached (${what}): ${message}`, {
       cause: error,
+      // A request given up after its time limit may have been done: never sent again blindly.
+      ...(hasTimeoutAbort(error) ? { details: { timedOut: true } } : {}),
     });
   return new WsError('BACKEND_ERROR', `Daytona ${what} failed: ${message}`, {
     cause: error,

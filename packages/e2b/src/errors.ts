@@ -1,5 +1,5 @@
 import { isWsError, WsError } from '@ws/core';
-import { fileErrorFromMessage, isNetworkFailure } from '@ws/core/backend';
+import { fileErrorFromMessage, hasTimeoutAbort, isNetworkFailure } from '@ws/core/backend';
 import {
   AuthenticationError,
   FileNotFoundError,
@@ -54,6 +54,8 @@ export function translateE2BError(error: unknown, what: string, path?: string): 
   if (isNetworkFailure(error, message))
     return new WsError('BACKEND_UNAVAILABLE', `E2B cannot be reached (${what}): ${message}`, {
       cause: error,
+      // A request given up after its time limit may have been done: never sent again blindly.
+      ...(hasTimeoutAbort(error) ? { details: { timedOut: true } } : {}),
     });
   // The SDK names the HTTP status first ("500: …"), envd's RPC errors after the code ("2: [unknown]
   // HTTP 500"): a failing service, as an unreachable one.

@@ -4,7 +4,7 @@ import {
   SandboxReadyTimeoutException,
 } from '@alibaba-group/opensandbox';
 import { isWsError, WsError } from '@ws/core';
-import { isNetworkFailure } from '@ws/core/backend';
+import { hasTimeoutAbort, isNetworkFailure } from '@ws/core/backend';
 
 function messageOf(error: unknown): string {
   if (error instanceof SandboxException) return error.error.message ?? error.message;
@@ -90,10 +90,14 @@ export function translateOpenSandboxError(error: unknown, what: string, path?: s
     });
   }
   // The SDK's own request time limit (`requestTimeoutMs`): the service did not answer.
-  if (isNetworkFailure(error, message) || /^\[http\] Request timed out/.test(message))
+  if (isNetworkFailure(error, message) || /^\[http\] Request timed out/.test(message)) {
+    // A request given up after its time limit may have been done: never sent again blindly.
+    const timedOut = hasTimeoutAbort(error) || /^\[http\] Request timed out/.test(message);
     return new WsError('BACKEND_UNAVAILABLE', `OpenSandbox cannot be reached (${what}): ${message}`, {
       cause: error,
+      ...(timedOut ? { details: { timedOut: true } } : {}),
     });
+  }
   if ((error as Error)?.name === 'TimeoutError')
     return new WsError('TIMEOUT', `OpenSandbox did not answer in time (${what}): ${message}`, {
       cause: error,

@@ -36,8 +36,11 @@ export function isNetworkFailure(error: unknown, message: string): boolean {
   );
 }
 
-/** Whether an error, or one of its causes, is the `TimeoutError` of a request's time-limit signal. */
-function hasTimeoutAbort(error: unknown): boolean {
+/**
+ * Whether an error, or one of its causes, is the `TimeoutError` of a request's time-limit signal
+ * (`AbortSignal.timeout`): the service did not answer in time, and the request may have been done.
+ */
+export function hasTimeoutAbort(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current; depth++) {
     if ((current as { name?: unknown }).name === 'TimeoutError' && current instanceof DOMException)
