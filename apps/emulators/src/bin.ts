@@ -243,6 +243,8 @@ async function main(args: string[]): Promise<number> {
       process.stdin.resume();
     }
   });
+  // Stopped by a signal: stdin, still open, must not keep this process alive.
+  process.stdin.destroy();
   await emulator.close();
   process.stderr.write("ws-emulator: stopped; the sandboxes' containers are left in place\n");
   return 0;

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
+import { launchEmulator } from '../src/index.js';
 
 const bin = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'bin.js');
 const engineProblem = requireEngine(
@@ -119,6 +120,26 @@ describe('ws-emulator', () => {
       expect(output.stderr).toContain('GET /v2/sandboxes 200');
     },
     30_000,
+  );
+
+  it.skipIf(engineProblem !== undefined)(
+    'an emulator launched here stops and exits on stop(), its stdin pipe still open',
+    async () => {
+      requireBuild();
+      const emulator = await launchEmulator('k8s', ['--no-network']);
+      const url = emulator.env.K8S_API_URL;
+      const stopped = await Promise.race([
+        emulator.stop().then(() => 'exited'),
+        new Promise((resolve) => setTimeout(() => resolve('still running after 15 s'), 15_000)),
+      ]);
+      expect(stopped).toBe('exited');
+      const answers = await fetch(`${url}/version`, { signal: AbortSignal.timeout(2_000) }).then(
+        () => true,
+        () => false,
+      );
+      expect(answers).toBe(false);
+    },
+    60_000,
   );
 
   it.skipIf(engineProblem !== undefined)(

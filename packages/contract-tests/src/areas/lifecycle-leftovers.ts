@@ -121,11 +121,20 @@ await new Promise(() => {});`,
         const workspaceId = context.newId();
         const workspace = await context.create(workspaceId);
         await workspace.initialize();
+        if (workspace.capabilities.isolation === 'none') {
+          await workspace.close();
+          test.skip('commands run on the host: there is no sandbox to keep');
+        }
         const sandbox = workspace.getSandbox();
-        // A hostile agent finds where the objects using its sandbox are recorded, and plants a record
-        // of a user on another machine that looks fresh until 2099.
+        // A hostile agent finds where the objects using its sandbox are recorded (a `.ws/attached`
+        // folder in a home or /tmp), and plants a record of a user on another machine that looks fresh
+        // until 2099.
         const found = await sandbox.exec(
-          ['sh', '-c', 'find / -xdev -type d -path "*/.ws/attached" 2>/dev/null; true'],
+          [
+            'sh',
+            '-c',
+            'for d in "$HOME/.ws/attached" /root/.ws/attached /home/*/.ws/attached /tmp/.ws/attached; do [ -d "$d" ] && echo "$d"; done; true',
+          ],
           { timeoutMs: 30_000 },
         );
         const folders = found.stdoutText.split('\n').filter(Boolean);
