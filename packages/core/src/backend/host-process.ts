@@ -1,8 +1,7 @@
 import { type ChildProcess, type StdioOptions, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
-import type { Readable, Writable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { abortError, fromErrno, WsError } from '../contracts/errors.js';
 import {
   DEFAULT_MAX_OUTPUT_BYTES,
@@ -12,7 +11,24 @@ import {
   type ProcessExit,
   type SandboxProcess,
 } from '../contracts/sandbox.js';
-import { createExecResult, normalizeInput, OutputCollector } from './exec-result.js';
+import { createExecResult } from './exec-result.js';
+import {
+  groupAlive,
+  groupEmptied,
+  groupExists,
+  killGroup,
+  type ProcessGroup,
+  stopWithGrace,
+} from './host-process-group.js';
+import { drainAfterExit, pumpInput, readStream } from './host-stdio.js';
+
+export {
+  groupAlive,
+  killGroup,
+  type ProcessGroup,
+  ProcessGroups,
+  stopWithGrace,
+} from './host-process-group.js';
 
 /**
  * Running argv as host processes, each in its own process group, is what both the local and the
@@ -49,16 +65,6 @@ export interface HostLaunchWrapper {
   signal(signal: NodeJS.Signals): Promise<void>;
 }
 
-/** A started process group that an owner may stop. */
-export interface ProcessGroup {
-  stop(): Promise<void>;
-  /** False once the group has no process left (then its owner may forget it). */
-  alive?(): boolean;
-}
-
-// After the direct child exits, its pipes may still be held open by a background grandchild (`cmd &`).
-// The result waits while output keeps coming, and stops waiting after this long without any.
-const PIPE_IDLE_AFTER_EXIT_MS = 200;
 const DEFAULT_KILL_GRACE_MS = 2_000;
 
 /** Checks an argv: non-empty, strings only, no NUL. */
@@ -75,106 +81,6 @@ export function assertArgv(argv: readonly string[]): void {
     }
   }
   if (argv[0] === '') throw new WsError('INVALID_ARGUMENT', 'argv[0] must not be empty');
-}
-
-/**
- * True while the process group led by `pid` has a running process in it. A zombie (a member that
- * exited and waits for its parent to collect it) does not count: where nobody collects orphans
- * promptly (a container whose PID 1 is node), a group of zombies would otherwise look alive until
- * every stop ran out its grace time. Zombies are told apart through `/proc` on Linux; elsewhere any
- * member counts.
- */
-export function groupAlive(pid: number | undefined): boolean {
-  return groupExists(pid) && (process.platform !== 'linux' || groupHasLiveMember(pid as number));
-}
-
-/** True while the group led by `pid` has any member, zombies included: one signal, no `/proc` scan. */
-function groupExists(pid: number | undefined): boolean {
-  if (pid === undefined) return false;
-  try {
-    process.kill(-pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** Whether `/proc` lists a member of group `pgid` that is not a zombie (true when `/proc` cannot tell). */
-function groupHasLiveMember(pgid: number): boolean {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return true;
-  }
-  for (const entry of entries) {
-    if (entry.charCodeAt(0) < 48 || entry.charCodeAt(0) > 57) continue;
-    let stat: string;
-    try {
-      stat = readFileSync(`/proc/${entry}/stat`, 'latin1');
-    } catch {
-      continue; // gone meanwhile
-    }
-    // `pid (comm) state ppid pgrp …`; comm may hold spaces and parentheses, so split after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[2]) === pgid && fields[0] !== 'Z') return true;
-  }
-  return false;
-}
-
-/**
- * Resolves once the group led by `pid` has no process left (polled), or after `limitMs`. The poll
- * keeps the event loop alive: a caller awaiting a stop (`close()`) must not see the process exit
- * first, with its group's members never sent SIGKILL.
- */
-function groupEmptied(pid: number | undefined, limitMs: number): Promise<void> {
-  const deadline = Date.now() + limitMs;
-  return new Promise((resolve) => {
-    const poll = () => {
-      if (!groupAlive(pid) || Date.now() >= deadline) resolve();
-      else setTimeout(poll, 25);
-    };
-    poll();
-  });
-}
-
-/** Sends `signal` to the process group led by `pid`, ignoring a group that is already gone. */
-export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // ESRCH: the group has already exited.
-  }
-}
-
-/**
- * Stops a process the way every backend does: `send('TERM')` now, `send('KILL')` once `graceMs` pass
- * without `exited` settling, and `send('KILL')` after it settles too, so that members of a process
- * group that ignore SIGTERM do not outlive their leader. Resolves once the process exited or was
- * sent SIGKILL; until then the host process does not exit on its own. `send` may be asynchronous (a
- * signal sent through another command).
- */
-export function stopWithGrace(
-  send: (signal: 'TERM' | 'KILL') => unknown,
-  exited: Promise<unknown>,
-  graceMs: number,
-): Promise<void> {
-  const deliver = (signal: 'TERM' | 'KILL') => Promise.resolve(send(signal)).catch(() => {});
-  const terminated = deliver('TERM');
-  return new Promise((resolve) => {
-    // Not unref'd: the process stays up until SIGKILL went out, so nothing outlives it.
-    const timer = setTimeout(() => {
-      void terminated.then(() => deliver('KILL')).then(() => resolve());
-    }, graceMs);
-    exited.then(
-      () => {
-        clearTimeout(timer);
-        void terminated.then(() => deliver('KILL')).then(() => resolve());
-      },
-      () => {},
-    );
-  });
 }
 
 /** Sends `signal` to the wrapper's child (when there is a wrapper), then to the group led by `pid`. */
@@ -208,120 +114,8 @@ function attachWrapper(child: ChildProcess, wrapper: HostLaunchWrapper | undefin
   if (wrapper && status) wrapper.status(status as Readable, child.pid);
 }
 
-/**
- * The process groups one sandbox started and has not seen exit, so that closing it stops them all.
- * Pass `track` as {@link HostCommandOptions.track} / {@link HostSpawnOptions.track}.
- */
-export class ProcessGroups {
-  private readonly groups = new Set<ProcessGroup>();
-
-  /** Remembers a group until the function it returns is called (or the group is found empty). */
-  readonly track = (group: ProcessGroup): (() => void) => {
-    for (const known of this.groups) if (known.alive?.() === false) this.groups.delete(known);
-    this.groups.add(group);
-    return () => this.groups.delete(group);
-  };
-
-  /** Stops every remembered group (SIGTERM, then SIGKILL after the grace time) and forgets them. */
-  async stopAll(): Promise<void> {
-    const groups = [...this.groups];
-    this.groups.clear();
-    await Promise.all(groups.map((group) => group.stop()));
-  }
-}
-
 function signalNumber(signal: NodeJS.Signals | null): number | undefined {
   return signal ? (osConstants.signals as Record<string, number>)[signal] : undefined;
-}
-
-async function pumpInput(child: ChildProcess, input: ExecInput | undefined): Promise<void> {
-  const stdin = child.stdin;
-  if (!stdin) return;
-  stdin.on('error', () => {
-    // EPIPE: the process exited without reading all of its input; that is its business.
-  });
-  if (input === undefined) {
-    stdin.end();
-    return;
-  }
-  const normalized = normalizeInput(input);
-  if (normalized instanceof Uint8Array) {
-    stdin.end(normalized);
-    return;
-  }
-  for await (const chunk of normalized) {
-    if (stdin.destroyed || stdin.writableEnded) return;
-    if (!stdin.write(chunk)) await waitForDrain(stdin);
-  }
-  stdin.end();
-}
-
-function waitForDrain(stream: Writable): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.off('drain', done);
-      stream.off('close', done);
-      stream.off('error', done);
-      resolve();
-    };
-    stream.on('drain', done);
-    stream.on('close', done);
-    stream.on('error', done);
-  });
-}
-
-interface StreamReader {
-  collector: OutputCollector;
-  lastActivity: number;
-  paused: boolean;
-  ended: boolean;
-  listenerError?: unknown;
-}
-
-function readStream(
-  stream: Readable | null,
-  limit: number,
-  listener: OutputListener | undefined,
-  onListenerError: (error: unknown) => void,
-): StreamReader {
-  const reader: StreamReader = {
-    collector: new OutputCollector(limit),
-    lastActivity: Date.now(),
-    paused: false,
-    ended: stream === null,
-  };
-  if (!stream) return reader;
-  stream.on('data', (chunk: Buffer) => {
-    reader.lastActivity = Date.now();
-    reader.collector.push(chunk);
-    if (!listener) return;
-    let pending: void | Promise<void>;
-    try {
-      pending = listener(chunk);
-    } catch (error) {
-      onListenerError(error);
-      return;
-    }
-    if (pending && typeof pending.then === 'function') {
-      reader.paused = true;
-      stream.pause();
-      pending.then(
-        () => {
-          reader.paused = false;
-          reader.lastActivity = Date.now();
-          stream.resume();
-        },
-        (error: unknown) => onListenerError(error),
-      );
-    }
-  });
-  const finish = () => {
-    reader.ended = true;
-  };
-  stream.on('end', finish);
-  stream.on('close', finish);
-  stream.on('error', finish);
-  return reader;
 }
 
 /**
@@ -431,38 +225,6 @@ export async function runHostCommand(
       });
     }
   }
-}
-
-/**
- * Waits for the output pipes to close after the process exited. They normally close at once; when a
- * background grandchild still holds them, the wait ends once no output came for a while.
- */
-async function drainAfterExit(child: ChildProcess, readers: StreamReader[]): Promise<void> {
-  if (readers.every((reader) => reader.ended)) return;
-  let timer: NodeJS.Timeout | undefined;
-  const closed = new Promise<void>((resolve) => {
-    const check = () => {
-      if (readers.every((reader) => reader.ended)) resolve();
-    };
-    child.stdout?.once('close', check);
-    child.stderr?.once('close', check);
-  });
-  const idle = new Promise<void>((resolve) => {
-    const poll = () => {
-      const quiet = readers.every(
-        (reader) =>
-          reader.ended || (!reader.paused && Date.now() - reader.lastActivity >= PIPE_IDLE_AFTER_EXIT_MS),
-      );
-      if (quiet) {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-        resolve();
-      } else timer = setTimeout(poll, PIPE_IDLE_AFTER_EXIT_MS / 4);
-    };
-    timer = setTimeout(poll, PIPE_IDLE_AFTER_EXIT_MS / 4);
-  });
-  await Promise.race([closed, idle]);
-  if (timer) clearTimeout(timer);
 }
 
 async function spawnFailure(command: string, cwd: string, error: NodeJS.ErrnoException): Promise<ExecResult> {

@@ -1,4 +1,4 @@
-import { abortError, isWsError, throwIfAborted, WsError } from '../contracts/errors.js';
+import { isWsError, throwIfAborted, WsError } from '../contracts/errors.js';
 import type { CallOptions, Workspace } from '../contracts/workspace.js';
 import { Activity, countedWorkspace } from './activity.js';
 import {
@@ -7,143 +7,30 @@ import {
   type WorkspaceManagerEvents,
   type WorkspaceManagerListener,
 } from './events.js';
+import { Eviction } from './eviction.js';
+import { assignWorkspaceId, type IsolationPolicy, type WorkspaceRequest } from './isolation.js';
 import {
-  assignWorkspaceId,
-  checkIsolation,
-  type IsolationPolicy,
-  type WorkspaceRequest,
-} from './isolation.js';
+  CANCELLED,
+  countEntries,
+  deferred,
+  type Entry,
+  isShut,
+  Lease,
+  race,
+  type WorkspaceLease,
+} from './manager-entry.js';
+import {
+  type AcquireOptions,
+  checkDuration,
+  managerSettings,
+  type WorkspaceManagerOptions,
+  type WorkspaceManagerStats,
+} from './manager-options.js';
+import { openWorkspace, type WorkspaceFactory } from './workspace-factory.js';
 
-/** What a {@link WorkspaceFactory} is given besides the id. */
-export interface WorkspaceFactoryContext {
-  /** Fires when the manager gives up on this creation (it is being disposed). */
-  readonly signal: AbortSignal;
-}
-
-/**
- * Builds the workspace of one id, on any backend:
- * `(workspaceId) => new DockerWorkspace({ workspaceId, owner: 'my-service' })`. The manager calls
- * `initialize()` on it (an already initialized one is fine). The workspace's `id` must be `workspaceId`.
- */
-export type WorkspaceFactory<W extends Workspace> = (
-  workspaceId: string,
-  context: WorkspaceFactoryContext,
-) => W | Promise<W>;
-
-/** Options of {@link WorkspaceManager}. */
-export interface WorkspaceManagerOptions<W extends Workspace> {
-  /** Builds the workspace of an id. */
-  factory: WorkspaceFactory<W>;
-  /** How a request without a `workspaceId` is mapped to one. Default: `per_agent`. */
-  isolation?: IsolationPolicy;
-  /**
-   * The most workspaces open at once (those being created and those closing count too). Callers
-   * beyond it wait, first come first served. Default: `Infinity`.
-   */
-  maxOpen?: number;
-  /**
-   * How long a caller waits, for a free slot and then for the workspace to be created, before failing
-   * with `TIMEOUT`, in ms. Default: 60 000.
-   */
-  acquireTimeoutMs?: number;
-  /**
-   * A workspace nobody holds a lease on and with no call in flight is closed once unused this long,
-   * in ms. `Infinity` keeps workspaces until closed. Default: 3 600 000 (one hour).
-   */
-  idleTtlMs?: number;
-  /** How often the sweeper looks for idle workspaces, in ms. Default: the TTL, at most 300 000. */
-  sweepIntervalMs?: number;
-  /**
-   * When callers wait for a slot, close the least recently used workspace that nobody holds and that
-   * has no call in flight, rather than wait for the sweeper. Default: true.
-   */
-  evictIdleWhenFull?: boolean;
-}
-
-/** Options of {@link WorkspaceManager.acquire} and {@link WorkspaceManager.get}. */
-export interface AcquireOptions extends WorkspaceRequest, CallOptions {
-  /**
-   * This call's whole wait, for a free slot and for the creation, in ms. A creation that outlasts the
-   * wait of every caller of its id is aborted (its factory and `initialize()` get the signal). Default:
-   * the manager's `acquireTimeoutMs`.
-   */
-  timeoutMs?: number;
-}
-
-/**
- * A hold on a managed workspace: while any lease on it is held, the manager never evicts it.
- * `await using lease = await manager.acquire(…)` releases it at the end of the block.
- */
-export interface WorkspaceLease<W extends Workspace> extends AsyncDisposable {
-  /** The workspace's id. */
-  readonly workspaceId: string;
-  /** The workspace. Calls on it (and on its sandbox, tools and MCP clients) count as calls in flight. */
-  readonly workspace: W;
-  /** True once released. */
-  readonly released: boolean;
-  /** Lets the workspace go idle again (it stays open until evicted or closed). Idempotent. */
-  release(): void;
-}
-
-/** Counts of the manager's workspaces, by where they are. */
-export interface WorkspaceManagerStats {
-  /** Open and usable. */
-  readonly open: number;
-  /** Being created or initialized. */
-  readonly creating: number;
-  /** Waiting for a free slot. */
-  readonly queued: number;
-  /** Being closed (they still hold their slot). */
-  readonly closing: number;
-  /** Open ones with a lease held. */
-  readonly leased: number;
-  /** Open ones with a call in flight. */
-  readonly busy: number;
-}
-
-interface Entry<W extends Workspace> {
-  readonly id: string;
-  state: 'queued' | 'creating' | 'open';
-  workspace: W | undefined;
-  counted: W | undefined;
-  readonly activity: Activity;
-  leases: number;
-  /** Callers waiting for this entry: it is not evictable while they are. */
-  waiters: number;
-  readonly slot: Deferred;
-  ready: Promise<void>;
-  readonly abort: AbortController;
-}
-
-interface Deferred {
-  readonly promise: Promise<void>;
-  resolve(): void;
-  reject(error: unknown): void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  let reject!: (error: unknown) => void;
-  const promise = new Promise<void>((ok, fail) => {
-    resolve = ok;
-    reject = fail;
-  });
-  promise.catch(() => {});
-  return { promise, resolve, reject };
-}
-
-/** Thrown inside the manager when a queued entry is dropped; its callers start over. */
-const CANCELLED = Symbol('cancelled');
-
-function checkDuration(value: unknown, name: string, options: { positive?: boolean } = {}): number {
-  if (typeof value !== 'number' || Number.isNaN(value) || value < 0 || (options.positive && value === 0))
-    throw new WsError(
-      'INVALID_ARGUMENT',
-      `${name} must be a ${options.positive ? 'positive' : 'non-negative'} number of milliseconds (or Infinity), not ${String(value)}`,
-      { details: { [name]: value } },
-    );
-  return value;
-}
+export type { WorkspaceLease } from './manager-entry.js';
+export type { AcquireOptions, WorkspaceManagerOptions, WorkspaceManagerStats } from './manager-options.js';
+export type { WorkspaceFactory, WorkspaceFactoryContext } from './workspace-factory.js';
 
 /**
  * Hands out workspaces to many users, agents and sessions, on any backend (it is generic over a
@@ -174,47 +61,29 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
   readonly maxOpen: number;
   private readonly factory: WorkspaceFactory<W>;
   private readonly acquireTimeoutMs: number;
-  private readonly idleTtlMs: number;
-  private readonly sweepIntervalMs: number;
   private readonly evictIdleWhenFull: boolean;
   private readonly entries = new Map<string, Entry<W>>();
   private readonly closing = new Map<string, Promise<void>>();
   private readonly queue: Entry<W>[] = [];
   private readonly events = new ManagerEvents<W>();
+  private readonly eviction: Eviction<W>;
   /** Slots taken: entries being created or open, and workspaces closing. */
   private held = 0;
-  private sweeper: ReturnType<typeof setInterval> | undefined;
   private disposed = false;
 
   /** @throws WsError `INVALID_ARGUMENT` for a missing factory or an unusable option. */
   constructor(options: WorkspaceManagerOptions<W>) {
-    if (typeof options?.factory !== 'function')
-      throw new WsError('INVALID_ARGUMENT', 'WorkspaceManager needs a factory: (workspaceId) => Workspace');
-    this.factory = options.factory;
-    this.isolation = checkIsolation(options.isolation ?? 'per_agent');
-    const maxOpen = options.maxOpen ?? Number.POSITIVE_INFINITY;
-    if (!(maxOpen === Number.POSITIVE_INFINITY || (Number.isInteger(maxOpen) && maxOpen >= 1)))
-      throw new WsError(
-        'INVALID_ARGUMENT',
-        `maxOpen must be a positive integer or Infinity, not ${maxOpen}`,
-        {
-          details: { maxOpen },
-        },
-      );
-    this.maxOpen = maxOpen;
-    this.acquireTimeoutMs = checkDuration(options.acquireTimeoutMs ?? 60_000, 'acquireTimeoutMs');
-    this.idleTtlMs = checkDuration(options.idleTtlMs ?? 3_600_000, 'idleTtlMs');
-    const interval = checkDuration(
-      options.sweepIntervalMs ?? Math.min(Math.max(this.idleTtlMs, 1), 300_000),
-      'sweepIntervalMs',
-      { positive: true },
-    );
-    if (!Number.isFinite(interval))
-      throw new WsError('INVALID_ARGUMENT', 'sweepIntervalMs must be finite', {
-        details: { sweepIntervalMs: interval },
-      });
-    this.sweepIntervalMs = interval;
-    this.evictIdleWhenFull = options.evictIdleWhenFull ?? true;
+    const settings = managerSettings(options);
+    this.factory = settings.factory;
+    this.isolation = settings.isolation;
+    this.maxOpen = settings.maxOpen;
+    this.acquireTimeoutMs = settings.acquireTimeoutMs;
+    this.evictIdleWhenFull = settings.evictIdleWhenFull;
+    this.eviction = new Eviction(settings, {
+      entries: this.entries,
+      events: this.events,
+      close: (entry) => this.closeEntry(entry, 'evicted', true),
+    });
   }
 
   /**
@@ -255,20 +124,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
 
   /** Counts of the manager's workspaces. */
   stats(): WorkspaceManagerStats {
-    let open = 0;
-    let creating = 0;
-    let queued = 0;
-    let leased = 0;
-    let busy = 0;
-    for (const entry of this.entries.values()) {
-      if (entry.state === 'open') {
-        open++;
-        if (entry.leases > 0) leased++;
-        if (entry.activity.inFlight > 0) busy++;
-      } else if (entry.state === 'creating') creating++;
-      else queued++;
-    }
-    return { open, creating, queued, closing: this.closing.size, leased, busy };
+    return countEntries(this.entries.values(), this.closing.size);
   }
 
   /** Listens to one event; returns a function that stops listening. */
@@ -325,12 +181,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
    * periodically; returns their ids once closed. Close failures are reported as `error` events.
    */
   async sweep(): Promise<string[]> {
-    const now = performance.now();
-    const idle = [...this.entries.values()].filter(
-      (entry) => this.evictable(entry) && now - entry.activity.lastUsed >= this.idleTtlMs,
-    );
-    await Promise.all(idle.map((entry) => this.evict(entry, 'idle', now)));
-    return idle.map((entry) => entry.id);
+    return this.eviction.sweep();
   }
 
   /** Closes everything, stops the sweeper, and refuses further requests with `DISPOSED`. Idempotent. */
@@ -342,7 +193,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
   }
 
   private async closeEverything(reason: WorkspaceCloseReason): Promise<void> {
-    this.stopSweeper();
+    this.eviction.stop();
     for (const entry of [...this.queue]) this.cancel(entry);
     const creating = [...this.entries.values()].filter((entry) => entry.state === 'creating');
     await Promise.all(creating.map((entry) => entry.ready.catch(() => {})));
@@ -475,15 +326,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     }
     if (!this.evictIdleWhenFull || this.queue.length === 0) return;
     // Workspaces already closing will free their slots; evict only for the callers beyond them.
-    let needed = this.queue.length - this.closing.size;
-    const now = performance.now();
-    const candidates = [...this.entries.values()]
-      .filter((entry) => this.evictable(entry))
-      .sort((a, b) => a.activity.lastUsed - b.activity.lastUsed);
-    for (const entry of candidates) {
-      if (needed-- <= 0) break;
-      void this.evict(entry, 'capacity', now);
-    }
+    this.eviction.makeRoom(this.queue.length - this.closing.size);
   }
 
   private async create(entry: Entry<W>): Promise<void> {
@@ -491,29 +334,13 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     // A workspace of the same id still closing is gone before the new one opens.
     await this.closing.get(entry.id);
     const started = performance.now();
-    let workspace: W | undefined;
+    let workspace: W;
     try {
-      entry.abort.signal.throwIfAborted();
-      workspace = await this.factory(entry.id, { signal: entry.abort.signal });
-      if (typeof workspace !== 'object' || workspace === null || workspace.id !== entry.id)
-        throw new WsError(
-          'INVALID_ARGUMENT',
-          `The factory returned ${typeof workspace === 'object' && workspace !== null ? `the workspace ${JSON.stringify(workspace.id)}` : String(workspace)} for the id ${JSON.stringify(entry.id)}`,
-          { details: { workspaceId: entry.id } },
-        );
-      await workspace.initialize({ signal: entry.abort.signal });
-    } catch (thrown) {
-      const error = isWsError(thrown)
-        ? thrown
-        : entry.abort.signal.aborted
-          ? abortError(entry.abort.signal)
-          : new WsError('BACKEND_ERROR', `Creating the workspace ${entry.id} failed: ${String(thrown)}`, {
-              cause: thrown,
-            });
-      await workspace?.close?.().catch(() => {});
+      workspace = await openWorkspace(this.factory, entry.id, entry.abort.signal);
+    } catch (error) {
       if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
       this.held--;
-      this.events.emit('error', { workspaceId: entry.id, operation: 'open', error });
+      this.events.emit('error', { workspaceId: entry.id, operation: 'open', error: error as WsError });
       this.pump();
       throw error;
     }
@@ -526,7 +353,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
       workspace: entry.counted,
       durationMs: performance.now() - started,
     });
-    this.startSweeper();
+    if (!this.disposed) this.eviction.start();
   }
 
   /** Drops an entry still waiting for a slot; its callers start over. */
@@ -536,18 +363,6 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     if (index >= 0) this.queue.splice(index, 1);
     if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
     entry.slot.reject(CANCELLED);
-  }
-
-  private evictable(entry: Entry<W>): boolean {
-    return (
-      entry.state === 'open' && entry.leases === 0 && entry.waiters === 0 && entry.activity.inFlight === 0
-    );
-  }
-
-  private async evict(entry: Entry<W>, reason: 'idle' | 'capacity', now: number): Promise<void> {
-    if (this.entries.get(entry.id) !== entry || !this.evictable(entry)) return;
-    this.events.emit('evict', { workspaceId: entry.id, reason, idleMs: now - entry.activity.lastUsed });
-    await this.closeEntry(entry, 'evicted', true);
   }
 
   /**
@@ -581,82 +396,5 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     });
     this.closing.set(entry.id, done);
     return done.then(() => failure);
-  }
-
-  private startSweeper(): void {
-    if (this.sweeper || this.disposed || !Number.isFinite(this.idleTtlMs)) return;
-    this.sweeper = setInterval(() => void this.sweep(), this.sweepIntervalMs);
-    this.sweeper.unref?.();
-  }
-
-  private stopSweeper(): void {
-    if (this.sweeper) clearInterval(this.sweeper);
-    this.sweeper = undefined;
-  }
-}
-
-function isShut(workspace: Workspace | undefined): boolean {
-  const state = workspace?.state;
-  return state === 'closing' || state === 'closed';
-}
-
-/** `promise`, unless `signal` fires (`ABORTED`) or the timeout passes (its error) first. */
-async function race(
-  promise: Promise<void>,
-  signal: AbortSignal | undefined,
-  timeout?: { ms: number; error: () => WsError },
-): Promise<void> {
-  const timed = timeout !== undefined && Number.isFinite(timeout.ms);
-  if (!signal && !timed) return promise;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let onAbort: (() => void) | undefined;
-  try {
-    await Promise.race([
-      promise,
-      new Promise<never>((_, reject) => {
-        if (timed) timer = setTimeout(() => reject(timeout.error()), timeout.ms);
-        if (signal) {
-          onAbort = () => reject(abortError(signal));
-          if (signal.aborted) onAbort();
-          else signal.addEventListener('abort', onAbort, { once: true });
-        }
-      }),
-    ]);
-  } finally {
-    if (timer) clearTimeout(timer);
-    if (onAbort) signal?.removeEventListener('abort', onAbort);
-  }
-}
-
-class Lease<W extends Workspace> implements WorkspaceLease<W> {
-  private done = false;
-
-  constructor(
-    private readonly entry: Entry<W>,
-    private readonly onRelease: () => void,
-  ) {}
-
-  get workspaceId(): string {
-    return this.entry.id;
-  }
-
-  get workspace(): W {
-    return this.entry.counted as W;
-  }
-
-  get released(): boolean {
-    return this.done;
-  }
-
-  release(): void {
-    if (this.done) return;
-    this.done = true;
-    this.entry.leases--;
-    this.entry.activity.lastUsed = performance.now();
-    this.onRelease();
-  }
-
-  async [Symbol.asyncDispose](): Promise<void> {
-    this.release();
   }
 }
