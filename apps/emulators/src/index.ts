@@ -26,7 +26,7 @@ export {
   removeK8sEmulatorObjects,
   startK8sEmulator,
 } from './k8s/k8s-emulator.js';
-export type { EmulatorProcess, EmulatorVendor, LaunchEmulatorOptions } from './launch.js';
+export type { EmulatorProcess, LaunchEmulatorOptions } from './launch.js';
 export { EMULATOR_BIN, launchEmulator } from './launch.js';
 export type { OpenSandboxEmulator, OpenSandboxEmulatorOptions } from './opensandbox/opensandbox-emulator.js';
 export {
@@ -37,3 +37,4 @@ export {
   removeOpenSandboxEmulatorSandboxes,
   startOpenSandboxEmulator,
 } from './opensandbox/opensandbox-emulator.js';
+export type { EmulatorVendor } from './vendor-table.js';

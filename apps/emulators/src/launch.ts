@@ -2,17 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-
-/** The vendors `ws-emulator` serves. */
-export type EmulatorVendor = 'e2b' | 'daytona' | 'k8s' | 'opensandbox';
-
-/** The variables each emulator prints once it listens. */
-const ENV_KEYS: Record<EmulatorVendor, readonly string[]> = {
-  e2b: ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_API_KEY'],
-  daytona: ['DAYTONA_API_URL', 'DAYTONA_API_KEY'],
-  k8s: ['KUBECONFIG', 'K8S_API_URL', 'K8S_TOKEN'],
-  opensandbox: ['OPEN_SANDBOX_DOMAIN', 'OPEN_SANDBOX_API_KEY'],
-};
+import { type EmulatorVendor, VENDOR_TABLE } from './vendor-table.js';
 
 /** The `ws-emulator` command of this package (built; from the sources too, it names the build). */
 export const EMULATOR_BIN = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -75,7 +65,7 @@ export function launchEmulator(
       const env = Object.fromEntries(
         [...output.matchAll(/^export ([A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!]),
       );
-      if (ENV_KEYS[vendor].every((key) => key in env)) resolve({ env, instance, stop });
+      if (VENDOR_TABLE[vendor].envKeys.every((key) => key in env)) resolve({ env, instance, stop });
     });
     child.once('exit', (code, signal) =>
       reject(new Error(`ws-emulator ${vendor} exited (${signal ?? code}) before it listened: ${log.trim()}`)),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
+import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { nextAutoAction } from './auto-lifecycle.js';
 import { DaytonaHttpError } from './daytona-errors.js';
@@ -41,12 +42,7 @@ export interface SandboxRecord extends Readonly<SandboxDescription> {
   stateSince: number;
 }
 
-interface Entry {
-  record: SandboxRecord;
-  timer: NodeJS.Timeout | undefined;
-  /** Serialises lifecycle changes of one sandbox. */
-  lock: Promise<unknown>;
-}
+type Entry = RegistryEntry<SandboxRecord>;
 
 export interface RegistryOptions {
   docker: Docker;
@@ -66,19 +62,18 @@ export interface RegistryOptions {
   ) => void;
 }
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The sandboxes of one emulator, their containers, and the timers that stop, archive or delete them. */
-export class SandboxRegistry {
-  private readonly entries = new Map<string, Entry>();
+export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   /** The passwd and group files of each image (by id) new sandboxes were created from. */
   private readonly etcOfImage = new Map<string, Promise<EtcFiles>>();
   /** Toolbox requests under way, per sandbox id (see `busy`). */
   private readonly active = new Map<string, number>();
-  private closed = false;
 
-  constructor(private readonly options: RegistryOptions) {}
+  constructor(private readonly options: RegistryOptions) {
+    super();
+  }
 
   /** By id, or else by name. */
   get(idOrName: string): SandboxRecord | undefined {
@@ -87,21 +82,12 @@ export class SandboxRegistry {
     return this.list().find((record) => record.name === idOrName);
   }
 
-  list(): SandboxRecord[] {
-    return [...this.entries.values()].map((entry) => entry.record);
-  }
-
   /** Finds the containers of earlier emulators of this instance and takes them over. */
   async restore(): Promise<void> {
     const { docker } = this.options;
-    const containers = await docker.listContainers({
-      all: true,
-      filters: daytonaFilter(this.options.instance),
-    });
-    for (const summary of containers) {
+    for (const summary of await this.leftContainers(docker, daytonaFilter(this.options.instance))) {
       const description = describedBy(summary);
       if (!description || this.entries.has(description.id)) continue;
-      if (summary.State === 'removing' || summary.State === 'dead') continue;
       const container = docker.getContainer(summary.Id);
       try {
         const settings = await readSettings(container, summary, defaultSettings(description.labels));
@@ -285,15 +271,6 @@ export class SandboxRegistry {
     return record;
   }
 
-  /** Stops the timers and forgets the sessions' streams; the containers stay. */
-  close(): void {
-    this.closed = true;
-    for (const entry of this.entries.values()) {
-      if (entry.timer) clearTimeout(entry.timer);
-      entry.timer = undefined;
-    }
-  }
-
   private add(
     container: Docker.Container,
     description: SandboxDescription,
@@ -312,8 +289,7 @@ export class SandboxRegistry {
       errorReason: undefined,
       stateSince: Date.now(),
     };
-    const entry: Entry = { record, timer: undefined, lock: Promise.resolve() };
-    this.entries.set(record.id, entry);
+    const entry = this.register(record.id, record);
     this.schedule(record.id);
     return entry;
   }
@@ -322,12 +298,10 @@ export class SandboxRegistry {
   private async begin(idOrName: string, decide: (record: SandboxRecord) => boolean): Promise<SandboxRecord> {
     const record = this.require(idOrName);
     const entry = this.entries.get(record.id)!;
-    const run = entry.lock.then(() => {
+    return this.queue(entry, () => {
       decide(record);
       return record;
     });
-    entry.lock = run.catch(() => {});
-    return run;
   }
 
   /**
@@ -351,10 +325,9 @@ export class SandboxRegistry {
         : final === 'started' || final === 'stopped' || final === 'archived'
           ? final
           : record.desiredState;
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.disarm(entry);
     const started = Date.now();
-    const run = entry.lock.then(async () => {
+    return this.queue(entry, async () => {
       try {
         await action(record);
         await sleep(Math.max(0, this.options.transitionMs - (Date.now() - started)));
@@ -366,7 +339,7 @@ export class SandboxRegistry {
       }
       if (final === 'gone') {
         this.entries.delete(sandboxId);
-        if (entry.timer) clearTimeout(entry.timer);
+        this.disarm(entry);
         this.options.onStateChange?.(record, record.state, 'destroyed');
         this.options.log(`daytona: deleted sandbox ${sandboxId}`);
         return;
@@ -380,8 +353,6 @@ export class SandboxRegistry {
       if (interim !== 'creating') await writeSettings(record.container, record.settings, this.options.log);
       this.schedule(sandboxId);
     });
-    entry.lock = run.catch(() => {});
-    return run;
   }
 
   private announce(record: SandboxRecord, state: SandboxState): void {
@@ -405,19 +376,14 @@ export class SandboxRegistry {
   private schedule(sandboxId: string): void {
     const entry = this.entries.get(sandboxId);
     if (!entry || this.closed) return;
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.timer = undefined;
-    const { record } = entry;
-    const due = nextAutoAction(record, this.options.minuteMs);
+    this.disarm(entry);
+    const due = nextAutoAction(entry.record, this.options.minuteMs);
     if (!due) return;
     const { at, action } = due;
-    entry.timer = setTimeout(
+    this.arm(
+      entry,
+      at,
       () => {
-        entry.timer = undefined;
-        if (Date.now() < at) {
-          this.schedule(sandboxId);
-          return;
-        }
         // A request under way is activity; its end re-arms the clock.
         if (action === 'stop' && this.active.has(sandboxId)) return;
         this.options.log(`daytona: auto-${action} of sandbox ${sandboxId}`);
@@ -431,9 +397,8 @@ export class SandboxRegistry {
           this.options.log(`daytona: auto-${action} of ${sandboxId} failed: ${dockerMessage(error)}`),
         );
       },
-      Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS),
+      () => this.schedule(sandboxId),
     );
-    entry.timer.unref();
   }
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type Docker from 'dockerode';
+import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
 import { AccountResolver } from './accounts.js';
@@ -16,7 +17,6 @@ import {
 
 /** E2B's default sandbox timeout when a request gives none, in seconds. */
 export const DEFAULT_TIMEOUT_SECONDS = 300;
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export type SandboxState = 'running' | 'paused';
 
@@ -29,12 +29,7 @@ export interface SandboxRecord extends Readonly<Omit<SandboxDescription, 'endAt'
   readonly accounts: AccountResolver;
 }
 
-interface Entry {
-  record: SandboxRecord;
-  timer: NodeJS.Timeout | undefined;
-  /** Serialises lifecycle changes (pause, resume, kill, timeouts) of one sandbox. */
-  lock: Promise<unknown>;
-}
+type Entry = RegistryEntry<SandboxRecord>;
 
 export interface CreateSandboxInput {
   templateId: string;
@@ -62,9 +57,7 @@ export function sandboxContainerName(sandboxId: string): string {
 }
 
 /** The sandboxes of one emulator, their containers, and the timers that end them. */
-export class SandboxRegistry {
-  private readonly entries = new Map<string, Entry>();
-  private closed = false;
+export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   /** The creation under way (see `create`). */
   private creating: Promise<unknown> = Promise.resolve();
 
@@ -75,26 +68,19 @@ export class SandboxRegistry {
     private readonly instance: string,
     /** Whether sandboxes get a network (see `E2BEmulatorOptions.network`). */
     private readonly network: boolean,
-  ) {}
+  ) {
+    super();
+  }
 
   get(sandboxId: string): SandboxRecord | undefined {
     return this.entries.get(sandboxId)?.record;
   }
 
-  list(): SandboxRecord[] {
-    return [...this.entries.values()].map((entry) => entry.record);
-  }
-
   /** Finds the containers of earlier emulators of this instance and takes them over. */
   async restore(): Promise<void> {
-    const containers = await this.docker.listContainers({
-      all: true,
-      filters: instanceFilter(this.instance),
-    });
-    for (const summary of containers) {
+    for (const summary of await this.leftContainers(this.docker, instanceFilter(this.instance))) {
       const description = describedBy(summary);
       if (!description || this.entries.has(description.sandboxId)) continue;
-      if (summary.State === 'removing' || summary.State === 'dead') continue;
       const container = this.docker.getContainer(summary.Id);
       try {
         // E2B has no stopped state: a container stopped meanwhile (say, by an engine restart) runs again.
@@ -132,7 +118,7 @@ export class SandboxRegistry {
       processes: new ProcessTable(container),
       accounts: new AccountResolver(container),
     };
-    this.entries.set(record.sandboxId, { record, timer: undefined, lock: Promise.resolve() });
+    this.register(record.sandboxId, record);
     this.schedule(record.sandboxId);
     return record;
   }
@@ -269,27 +255,21 @@ export class SandboxRegistry {
   }
 
   /** Stops the timers and stops following processes; the containers stay. */
-  close(): void {
-    this.closed = true;
-    for (const entry of this.entries.values()) {
-      if (entry.timer) clearTimeout(entry.timer);
-      entry.timer = undefined;
+  override close(): void {
+    super.close();
+    for (const entry of this.entries.values())
       entry.record.processes.detachAll(new ConnectError('the E2B emulator stopped', Code.Unavailable));
-    }
   }
 
   private withLock<T>(sandboxId: string, action: (entry: Entry | undefined) => Promise<T>): Promise<T> {
     const entry = this.entries.get(sandboxId);
     if (!entry) return action(undefined);
-    const run = entry.lock.then(() => action(this.entries.get(sandboxId) === entry ? entry : undefined));
-    entry.lock = run.catch(() => {});
-    return run;
+    return this.queue(entry, () => action(this.entries.get(sandboxId) === entry ? entry : undefined));
   }
 
   private async removeEntry(entry: Entry, why: string): Promise<void> {
     const { record } = entry;
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.disarm(entry);
     this.entries.delete(record.sandboxId);
     // Open process streams end the way a dropped envd connection does.
     record.processes.detachAll(new ConnectError(`sandbox ${record.sandboxId} was killed`, Code.Unavailable));
@@ -305,8 +285,7 @@ export class SandboxRegistry {
   }
 
   private async pauseEntry(entry: Entry): Promise<void> {
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.disarm(entry);
     try {
       await pauseContainer(entry.record.container);
     } catch (error) {
@@ -320,24 +299,17 @@ export class SandboxRegistry {
   private schedule(sandboxId: string): void {
     const entry = this.entries.get(sandboxId);
     if (!entry || this.closed) return;
-    if (entry.timer) clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.disarm(entry);
     if (entry.record.state !== 'running') return;
-    const delay = Math.max(0, entry.record.endAt.getTime() - Date.now());
-    entry.timer = setTimeout(
-      () => {
-        entry.timer = undefined;
-        if (Date.now() < entry.record.endAt.getTime()) {
-          this.schedule(sandboxId); // a delay beyond what one timer can wait
-          return;
-        }
+    this.arm(
+      entry,
+      entry.record.endAt.getTime(),
+      () =>
         void this.expire(sandboxId).catch((error: unknown) =>
           this.log(`e2b: ending sandbox ${sandboxId} failed: ${dockerMessage(error)}`),
-        );
-      },
-      Math.min(delay, MAX_TIMER_MS),
+        ),
+      () => this.schedule(sandboxId),
     );
-    entry.timer.unref();
   }
 
   private expire(sandboxId: string): Promise<void> {

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
+import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
 import { notFound, OpenSandboxHttpError } from './errors.js';
@@ -63,14 +64,8 @@ export interface RegistryOptions {
   transitionMs: number;
 }
 
-interface Entry {
-  record: SandboxRecord;
-  expiry: NodeJS.Timeout | undefined;
-  /** Serialises lifecycle changes of one sandbox. */
-  lock: Promise<unknown>;
-}
+type Entry = RegistryEntry<SandboxRecord>;
 
-const MAX_TIMER_MS = 2 ** 31 - 1;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Container name of a sandbox. */
@@ -79,11 +74,10 @@ export function openSandboxContainerName(sandboxId: string): string {
 }
 
 /** The sandboxes of one emulator, their containers, and the timers that end them when they expire. */
-export class SandboxRegistry {
-  private readonly entries = new Map<string, Entry>();
-  private closed = false;
-
-  constructor(private readonly options: RegistryOptions) {}
+export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
+  constructor(private readonly options: RegistryOptions) {
+    super();
+  }
 
   get(sandboxId: string): SandboxRecord | undefined {
     return this.entries.get(sandboxId)?.record;
@@ -96,21 +90,12 @@ export class SandboxRegistry {
     return record;
   }
 
-  list(): SandboxRecord[] {
-    return [...this.entries.values()].map((entry) => entry.record);
-  }
-
   /** Finds the containers of earlier emulators of this instance and takes them over. */
   async restore(): Promise<void> {
     const { docker, log } = this.options;
-    const containers = await docker.listContainers({
-      all: true,
-      filters: openSandboxFilter(this.options.instance),
-    });
-    for (const summary of containers) {
+    for (const summary of await this.leftContainers(docker, openSandboxFilter(this.options.instance))) {
       const described = describedBy(summary);
       if (!described || this.entries.has(described.description.id)) continue;
-      if (summary.State === 'removing' || summary.State === 'dead') continue;
       const container = docker.getContainer(summary.Id);
       const { id } = described.description;
       try {
@@ -195,7 +180,7 @@ export class SandboxRegistry {
   /** `Running` → `Pausing` → `Paused` (the container is frozen). */
   pause(sandboxId: string): Promise<void> {
     const entry = this.entryOf(sandboxId);
-    return this.serialised(entry, () => {
+    return this.queue(entry, () => {
       const { record } = entry;
       if (record.state === 'Pausing') return;
       if (record.state !== 'Running') throw conflict(record, 'paused');
@@ -211,7 +196,7 @@ export class SandboxRegistry {
   /** `Paused` → `Resuming` → `Running`. */
   resume(sandboxId: string): Promise<void> {
     const entry = this.entryOf(sandboxId);
-    return this.serialised(entry, () => {
+    return this.queue(entry, () => {
       const { record } = entry;
       if (record.state === 'Resuming') return;
       if (record.state !== 'Paused') throw conflict(record, 'resumed');
@@ -228,10 +213,10 @@ export class SandboxRegistry {
   /** Ends the sandbox: its commands, its container; later requests answer 404. */
   async remove(sandboxId: string, reason = 'user_delete'): Promise<void> {
     const entry = this.entryOf(sandboxId);
-    await this.serialised(entry, async () => {
+    await this.queue(entry, async () => {
       const { record } = entry;
       this.settle(record, 'Stopping', reason);
-      if (entry.expiry) clearTimeout(entry.expiry);
+      this.disarm(entry);
       try {
         await record.container.remove({ force: true });
       } catch (error) {
@@ -265,15 +250,6 @@ export class SandboxRegistry {
     return record;
   }
 
-  /** Stops the expiry timers; the containers (and what runs in them) stay. */
-  close(): void {
-    this.closed = true;
-    for (const entry of this.entries.values()) {
-      if (entry.expiry) clearTimeout(entry.expiry);
-      entry.expiry = undefined;
-    }
-  }
-
   private entryOf(sandboxId: string): Entry {
     const entry = this.entries.get(sandboxId);
     if (!entry) throw notFound(`Sandbox ${sandboxId} not found`);
@@ -296,16 +272,9 @@ export class SandboxRegistry {
       message: undefined,
       lastTransitionAt: new Date(),
     };
-    const entry: Entry = { record, expiry: undefined, lock: Promise.resolve() };
-    this.entries.set(record.id, entry);
+    const entry = this.register(record.id, record);
     this.schedule(entry);
     return entry;
-  }
-
-  private serialised(entry: Entry, action: () => void | Promise<void>): Promise<void> {
-    const run = entry.lock.then(action);
-    entry.lock = run.catch(() => {});
-    return run;
   }
 
   private settle(record: SandboxRecord, state: SandboxState, reason?: string, message?: string): void {
@@ -327,7 +296,7 @@ export class SandboxRegistry {
     const { record } = entry;
     this.settle(record, interim);
     const started = Date.now();
-    return this.serialised(entry, async () => {
+    return this.queue(entry, async () => {
       if (!this.entries.has(record.id)) return;
       try {
         await action();
@@ -352,26 +321,20 @@ export class SandboxRegistry {
 
   /** Arms the expiry timer: past `expiresAt` the sandbox is terminated. */
   private schedule(entry: Entry): void {
-    if (entry.expiry) clearTimeout(entry.expiry);
-    entry.expiry = undefined;
+    this.disarm(entry);
     const { expiresAt } = entry.record.settings;
     if (this.closed || expiresAt === null) return;
     const at = new Date(expiresAt).getTime();
     if (Number.isNaN(at)) return;
-    entry.expiry = setTimeout(
-      () => {
-        entry.expiry = undefined;
-        if (Date.now() < at) {
-          this.schedule(entry);
-          return;
-        }
+    this.arm(
+      entry,
+      at,
+      () =>
         void this.remove(entry.record.id, 'ttl_expiry').catch((error: unknown) =>
           this.options.log(`opensandbox: expiry of ${entry.record.id} failed: ${dockerMessage(error)}`),
-        );
-      },
-      Math.min(Math.max(0, at - Date.now()), MAX_TIMER_MS),
+        ),
+      () => this.schedule(entry),
     );
-    entry.expiry.unref();
   }
 }
 
