@@ -1,7 +1,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { type GcOptions, type GcReport, isWsError, WsError } from '@ws/core';
+import { type GcOptions, type GcReport, WsError } from '@ws/core';
 import {
   checkGcOptions,
   clearWriterLeftovers,
@@ -9,7 +9,9 @@ import {
   GcLedger,
   type GcResource,
   processAlive,
+  type ReapCandidate,
   type Reaper,
+  reapCandidates,
   removeTree,
 } from '@ws/core/backend';
 import { defaultRuntimeDir } from './bwrap-provider.js';
@@ -40,12 +42,6 @@ const RUNTIME_FOLDER = /^run-[0-9a-f]{12}-(\d+)-[0-9A-Za-z]{6}$/;
 /** A gateway bundle being written into the shared gateway folder. */
 const BUNDLE_TEMPORARY = /^gateway-[0-9a-f]+\.mjs\.tmp-(\d+)-[0-9a-f]+$/;
 
-interface Candidate {
-  readonly resource: GcResource;
-  readonly path: string;
-  readonly pid: number;
-}
-
 /** When a folder or its direct entries last changed, in ms (a killed process stopped changing them). */
 async function lastChanged(path: string, directory: boolean): Promise<number | undefined> {
   const info = await lstat(path).catch(() => undefined);
@@ -59,15 +55,14 @@ async function lastChanged(path: string, directory: boolean): Promise<number | u
   return newest;
 }
 
-/** The entries of `folder` whose name matches `pattern` (the writer's pid in group 1), as candidates. */
+/** The entries of `folder` whose name matches `pattern` (the writer's pid in group 1), as candidates to reap. */
 async function matching(
   folder: string,
   pattern: RegExp,
   kind: GcResource['kind'],
   directory: boolean,
-  now: number,
-): Promise<Candidate[]> {
-  const found: Candidate[] = [];
+): Promise<ReapCandidate[]> {
+  const found: ReapCandidate[] = [];
   for (const entry of await readdir(folder, { withFileTypes: true }).catch(() => [])) {
     const pid = pattern.exec(entry.name)?.[1];
     if (pid === undefined || (directory ? !entry.isDirectory() : !entry.isFile())) continue;
@@ -76,9 +71,16 @@ async function matching(
     // Gone meanwhile: its process closed the workspace.
     if (changed === undefined) continue;
     found.push({
-      resource: { kind, name: path, idleMs: Math.max(0, now - changed) },
-      path,
-      pid: Number(pid),
+      kind,
+      name: path,
+      idleSince: changed,
+      // Its process is alive: the workspace is open (leased or not).
+      probe: async () => ({ inUse: processAlive(Number(pid)) }),
+      // The sandbox could write in a /tmp or workdir being removed: no link in it is followed.
+      remove: () =>
+        removeTree(path).catch((error: unknown) => {
+          throw fromErrno(error, `Removing ${path} failed`, { path });
+        }),
     });
   }
   return found;
@@ -103,7 +105,6 @@ async function matching(
  *   root, `ABORTED` when `signal` fires (with the report so far in `details.report`).
  */
 export async function gcBwrap(options: BwrapGcOptions): Promise<GcReport> {
-  const now = Date.now();
   const checked = checkGcOptions(options);
   if (checked.owner !== undefined)
     throw new WsError(
@@ -119,32 +120,14 @@ export async function gcBwrap(options: BwrapGcOptions): Promise<GcReport> {
       throw new WsError('INVALID_ARGUMENT', `${name} must be a host folder, not ${JSON.stringify(value)}`);
   const ledger = new GcLedger(checked);
   // The roots are checked (and cleaned) first: bad options fail before anything else is removed.
-  if (checked.roots !== undefined) await clearWriterLeftovers(ledger, checked.roots, now);
+  if (checked.roots !== undefined) await clearWriterLeftovers(ledger, checked.roots);
   const runtimeDir = resolve(checked.hostRuntimeDir ?? defaultRuntimeDir());
   const candidates = [
-    ...(await matching(runtimeDir, RUNTIME_FOLDER, 'runtime-folder', true, now)),
-    ...(await matching(join(runtimeDir, 'gateway'), BUNDLE_TEMPORARY, 'temporary-file', false, now)),
-    ...(await matching(resolve(checked.tmpDir ?? tmpdir()), TEMPORARY_FOLDER, 'temporary-folder', true, now)),
+    ...(await matching(runtimeDir, RUNTIME_FOLDER, 'runtime-folder', true)),
+    ...(await matching(join(runtimeDir, 'gateway'), BUNDLE_TEMPORARY, 'temporary-file', false)),
+    ...(await matching(resolve(checked.tmpDir ?? tmpdir()), TEMPORARY_FOLDER, 'temporary-folder', true)),
   ];
-  for (const { resource, path, pid } of candidates) {
-    ledger.throwIfAborted();
-    if (processAlive(pid)) ledger.keep(resource, 'in-use');
-    else if (resource.idleMs < checked.olderThanMs) ledger.keep(resource, 'young');
-    else if (checked.dryRun) ledger.remove(resource);
-    else {
-      try {
-        // The sandbox could write in a /tmp or workdir being removed: no link in it is followed.
-        await removeTree(path);
-        ledger.remove(resource);
-      } catch (error) {
-        ledger.keep(
-          resource,
-          'failed',
-          isWsError(error) ? error : fromErrno(error, `Removing ${path} failed`, { path }),
-        );
-      }
-    }
-  }
+  await reapCandidates(ledger, candidates);
   return ledger.report();
 }
 

@@ -48,6 +48,7 @@ export {
   stopWithGrace,
 } from './backend/host-process.js';
 export { generateId, isValidId, MAX_ID_BYTES, validateId } from './backend/ids.js';
+export { checkUserLabels, WS_LABELS } from './backend/labels.js';
 export type {
   McpCallOptions,
   McpConnector,
@@ -67,6 +68,8 @@ export {
 } from './backend/posix-fallbacks.js';
 export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
 export { shellJoin, shellQuote } from './backend/quote.js';
+export type { ReapCandidate, ReapProbe } from './backend/reap-loop.js';
+export { reapCandidates, timeOf } from './backend/reap-loop.js';
 export { cwdError, enterCwd } from './backend/remote-cwd.js';
 export type { RetryOptions, RetryPolicy } from './backend/retry.js';
 export { DEFAULT_RETRY_ATTEMPTS, isRetryable, mayHaveRun, retryAfterMs, withRetry } from './backend/retry.js';

@@ -6,6 +6,7 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
@@ -13,7 +14,7 @@ import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/
 import { newClient } from './client.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
 import { translateDaytonaError } from './errors.js';
-import { findSandboxes, LABELS, readySandbox } from './sandbox-lifecycle.js';
+import { findSandboxes, readySandbox } from './sandbox-lifecycle.js';
 
 /** The workdir inside a Daytona sandbox of the default user (`<home>/workspace`). */
 export const DAYTONA_WORKDIR = '/home/daytona/workspace';
@@ -158,9 +159,9 @@ export class DaytonaProvider implements Provider {
     const base = {
       labels: {
         ...labels,
-        [LABELS.id]: workspaceId,
-        [LABELS.owner]: owner ?? 'ws',
-        [LABELS.created]: new Date().toISOString(),
+        [WS_LABELS.id]: workspaceId,
+        [WS_LABELS.owner]: owner ?? 'ws',
+        [WS_LABELS.created]: new Date().toISOString(),
       },
       public: false,
       ...(env ? { envVars: { ...env } } : {}),

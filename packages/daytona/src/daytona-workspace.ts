@@ -1,6 +1,6 @@
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import { DaytonaProvider, type DaytonaResources, DEFAULT_DAYTONA_TIMEOUT_MS } from './daytona-provider.js';
 
 /** Options of {@link DaytonaWorkspace}. */
@@ -58,8 +58,6 @@ const DAYTONA_KEYS = [
   'gateway',
 ] as const satisfies readonly (keyof DaytonaWorkspaceOptions)[];
 
-const RESERVED = /^ws\./;
-
 function invalid(message: string, details: Record<string, unknown>): WsError {
   return new WsError('INVALID_ARGUMENT', message, { details });
 }
@@ -90,11 +88,7 @@ export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
       throw invalid('Give image or snapshot, not both', { image: options.image, snapshot: options.snapshot });
     if (options.resources && !options.image)
       throw invalid('resources apply to a sandbox created from an image: give image too', {});
-    const reserved = Object.keys(options.labels ?? {}).filter((key) => RESERVED.test(key));
-    if (reserved.length > 0)
-      throw invalid(`Label keys starting with "ws." are the workspace's own: ${reserved.join(', ')}`, {
-        keys: reserved,
-      });
+    checkUserLabels(options.labels, 'Label');
     super({
       ...engineOptions(options),
       provider: new DaytonaProvider({

@@ -4,15 +4,19 @@ import {
   type AttachedRecords,
   checkGcOptions,
   GcLedger,
-  type GcResource,
+  type ReapCandidate,
   type Reaper,
+  type ReapProbe,
   readAttachedRecords,
+  reapCandidates,
+  timeOf,
+  WS_LABELS,
 } from '@ws/core/backend';
 import { type DaytonaConnection, newClient } from './client.js';
 import { DEFAULT_DAYTONA_TIMEOUT_MS, STALE_RECORD_MS } from './daytona-provider.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
 import { translateDaytonaError } from './errors.js';
-import { LABELS, STARTING, STOPPING } from './sandbox-lifecycle.js';
+import { STARTING, STOPPING } from './sandbox-lifecycle.js';
 
 /** Options of {@link gcDaytona}. */
 export interface DaytonaGcOptions extends GcOptions, DaytonaConnection {
@@ -24,8 +28,6 @@ export interface DaytonaGcOptions extends GcOptions, DaytonaConnection {
 
 /** States of a sandbox being deleted: not listed. */
 const DELETING = new Set(['destroying', 'destroyed']);
-
-const time = (value: string | undefined): number => Date.parse(value ?? '') || 0;
 
 /**
  * Reaps sandboxes that Daytona workspaces left behind: those carrying this project's labels
@@ -48,52 +50,53 @@ export async function gcDaytona(options: DaytonaGcOptions): Promise<GcReport> {
   const timeoutSeconds = Math.ceil((checked.timeoutMs ?? DEFAULT_DAYTONA_TIMEOUT_MS) / 1000);
   const daytona = checked.client ?? newClient(checked);
   try {
-    for (const sandbox of await list(daytona, checked.owner)) {
-      ledger.throwIfAborted();
-      const now = Date.now();
-      const labels = sandbox.labels ?? {};
-      const since = Math.max(time(labels[LABELS.created]), time(sandbox.createdAt), time(sandbox.updatedAt));
-      const resource = (idleSince: number): GcResource => ({
-        kind: 'sandbox',
-        name: sandbox.id,
-        workspaceId: labels[LABELS.id],
-        owner: labels[LABELS.owner],
-        idleMs: Math.max(0, now - idleSince),
-      });
-      let idle = resource(since);
-      try {
-        const state = sandbox.state ?? 'unknown';
-        if (STARTING.has(state) || STOPPING.has(state)) {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-        if (state === 'started') {
-          const records = await probe(sandbox, checked.signal);
-          idle = resource(Math.max(since, time(sandbox.lastActivityAt), records.lastTouchedAt ?? 0));
-          if (records.fresh) {
-            ledger.keep(idle, 'in-use');
-            continue;
-          }
-        }
-        if (idle.idleMs < checked.olderThanMs) ledger.keep(idle, 'young');
-        else if (checked.dryRun) ledger.remove(idle);
-        else if (await takenMeanwhile(daytona, sandbox, checked.signal)) ledger.keep(idle, 'in-use');
-        else {
-          await sandbox.delete(timeoutSeconds).catch((error: unknown) => {
-            // Deleted by someone else meanwhile: nothing left to reap.
-            if (!translateDaytonaError(error, 'deleting').details?.lost) throw error;
-          });
-          ledger.remove(idle);
-        }
-      } catch (error) {
-        if (checked.signal?.aborted) ledger.throwIfAborted();
-        ledger.keep(idle, 'failed', translateDaytonaError(error, `reaping sandbox ${sandbox.id}`));
-      }
-    }
+    const found = await list(daytona, checked.owner);
+    await reapCandidates(
+      ledger,
+      found.map((sandbox) => candidate(daytona, sandbox, timeoutSeconds)),
+      translateDaytonaError,
+    );
   } finally {
     if (daytona !== checked.client) await daytona[Symbol.asyncDispose]().catch(() => {});
   }
   return ledger.report();
+}
+
+/** What the reaper decides about one listed sandbox. */
+function candidate(daytona: Daytona, sandbox: Sandbox, timeoutSeconds: number): ReapCandidate {
+  const labels = sandbox.labels ?? {};
+  const since = Math.max(
+    timeOf(labels[WS_LABELS.created]),
+    timeOf(sandbox.createdAt),
+    timeOf(sandbox.updatedAt),
+  );
+  const state = sandbox.state ?? 'unknown';
+  return {
+    kind: 'sandbox',
+    name: sandbox.id,
+    workspaceId: labels[WS_LABELS.id],
+    owner: labels[WS_LABELS.owner],
+    idleSince: since,
+    // Starting or stopping: someone is changing it now.
+    busy: STARTING.has(state) || STOPPING.has(state),
+    ...(state === 'started'
+      ? {
+          probe: async (signal?: AbortSignal): Promise<ReapProbe> => {
+            const records = await probe(sandbox, signal);
+            return {
+              inUse: records.fresh,
+              lastUsedAt: Math.max(timeOf(sandbox.lastActivityAt), records.lastTouchedAt ?? 0),
+            };
+          },
+        }
+      : {}),
+    takenMeanwhile: (signal) => takenMeanwhile(daytona, sandbox, signal),
+    remove: () =>
+      sandbox.delete(timeoutSeconds).catch((error: unknown) => {
+        // Deleted by someone else meanwhile: nothing left to reap.
+        if (!translateDaytonaError(error, 'deleting').details?.lost) throw error;
+      }),
+  };
 }
 
 /** Every sandbox carrying this project's labels (and the owner's tag, when given), not being deleted. */
@@ -101,12 +104,12 @@ async function list(daytona: Daytona, owner: string | undefined): Promise<Sandbo
   const found: Sandbox[] = [];
   try {
     for await (const sandbox of daytona.list({
-      ...(owner ? { labels: { [LABELS.owner]: owner } } : {}),
+      ...(owner ? { labels: { [WS_LABELS.owner]: owner } } : {}),
       limit: 100,
     })) {
       // The filter is the service's; the check is ours: a sandbox without the marks is never touched.
-      if (!sandbox.labels?.[LABELS.id]) continue;
-      if (owner !== undefined && sandbox.labels[LABELS.owner] !== owner) continue;
+      if (!sandbox.labels?.[WS_LABELS.id]) continue;
+      if (owner !== undefined && sandbox.labels[WS_LABELS.owner] !== owner) continue;
       if (DELETING.has(sandbox.state ?? '')) continue;
       found.push(sandbox);
     }

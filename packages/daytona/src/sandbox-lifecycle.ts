@@ -1,15 +1,8 @@
 import type { Daytona, Sandbox } from '@daytonaio/sdk';
 import { WsError } from '@ws/core';
-import { withRetry } from '@ws/core/backend';
+import { WS_LABELS, withRetry } from '@ws/core/backend';
 import { type DaytonaConnection, newClient } from './client.js';
 import { translateDaytonaError } from './errors.js';
-
-/** The labels a workspace puts on its sandboxes, so they are found again and reaped (E2B's keys). */
-export const LABELS = {
-  id: 'ws.workspace.id',
-  owner: 'ws.owner',
-  created: 'ws.created',
-} as const;
 
 /** States a sandbox leaves by itself: waited out. */
 export const STARTING = new Set([
@@ -32,7 +25,7 @@ const GONE = new Set(['destroying', 'destroyed', 'build_failed']);
  * id alike (the label is the creating host's clock, a fallback only).
  */
 function createdAt(sandbox: Sandbox): number {
-  return Date.parse(sandbox.createdAt ?? '') || Date.parse(sandbox.labels?.[LABELS.created] ?? '') || 0;
+  return Date.parse(sandbox.createdAt ?? '') || Date.parse(sandbox.labels?.[WS_LABELS.created] ?? '') || 0;
 }
 
 /**
@@ -48,10 +41,11 @@ export function findSandboxes(daytona: Daytona, workspaceId: string, owner: stri
 async function findOnce(daytona: Daytona, workspaceId: string, owner: string): Promise<Sandbox[]> {
   const found: Sandbox[] = [];
   try {
-    const labels = { [LABELS.id]: workspaceId, [LABELS.owner]: owner };
+    const labels = { [WS_LABELS.id]: workspaceId, [WS_LABELS.owner]: owner };
     for await (const sandbox of daytona.list({ labels, limit: 100 })) {
       // The filter is the service's; the check is ours (a sandbox of another id or owner is never touched).
-      if (sandbox.labels?.[LABELS.id] !== workspaceId || sandbox.labels?.[LABELS.owner] !== owner) continue;
+      if (sandbox.labels?.[WS_LABELS.id] !== workspaceId || sandbox.labels?.[WS_LABELS.owner] !== owner)
+        continue;
       if (GONE.has(sandbox.state ?? '')) continue;
       found.push(sandbox);
     }
@@ -113,8 +107,8 @@ export async function deleteOwnedSandboxes(
   const daytona = newClient(connection);
   try {
     const owned: Sandbox[] = [];
-    for await (const sandbox of daytona.list({ labels: { [LABELS.owner]: owner }, limit: 100 }))
-      if (sandbox.labels?.[LABELS.owner] === owner) owned.push(sandbox);
+    for await (const sandbox of daytona.list({ labels: { [WS_LABELS.owner]: owner }, limit: 100 }))
+      if (sandbox.labels?.[WS_LABELS.owner] === owner) owned.push(sandbox);
     await Promise.all(owned.map((sandbox) => sandbox.delete(120).catch(() => {})));
     return owned.map((sandbox) => sandbox.id);
   } finally {

@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { Daytona } from '@daytonaio/sdk';
 import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
-import { type DaytonaConnection, DaytonaWorkspace, deleteOwnedSandboxes, LABELS } from '../src/index.js';
+import { type DaytonaConnection, DaytonaWorkspace, deleteOwnedSandboxes } from '../src/index.js';
 import { connection, emulatorBehindProxy, emulatorProblem, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
@@ -18,7 +19,7 @@ const leftoversOn =
     const daytona = new Daytona({ ...reach });
     try {
       const left: string[] = [];
-      for await (const sandbox of daytona.list({ labels: { [LABELS.id]: workspaceId } }))
+      for await (const sandbox of daytona.list({ labels: { [WS_LABELS.id]: workspaceId } }))
         if (sandbox.state !== 'stopped' && sandbox.state !== 'archived')
           left.push(`sandbox ${sandbox.id} (${sandbox.state})`);
       return left;

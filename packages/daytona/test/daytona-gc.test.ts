@@ -4,14 +4,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daytona, type Sandbox } from '@daytonaio/sdk';
 import { type GcReport, generateId, WorkspaceManager } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  DaytonaWorkspace,
-  daytonaWorkspaces,
-  deleteOwnedSandboxes,
-  gcDaytona,
-  LABELS,
-} from '../src/index.js';
+import { DaytonaWorkspace, daytonaWorkspaces, deleteOwnedSandboxes, gcDaytona } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 /** An attachment record of a process on another machine (machine id, pid, object). */
@@ -40,7 +35,7 @@ const open = (workspaceId: string) =>
 /** The states of every sandbox carrying the workspace id. */
 async function statesOf(workspaceId: string): Promise<(string | undefined)[]> {
   const found: (string | undefined)[] = [];
-  for await (const sandbox of daytona!.list({ labels: { [LABELS.id]: workspaceId } }))
+  for await (const sandbox of daytona!.list({ labels: { [WS_LABELS.id]: workspaceId } }))
     if (sandbox.state !== 'destroyed' && sandbox.state !== 'destroying') found.push(sandbox.state);
   return found;
 }
@@ -75,12 +70,16 @@ describe.skipIf(problem !== undefined)('gcDaytona on the emulator', () => {
     await closed.close();
     // Created with the marks by a service that died before it attached: started, no records.
     await daytona!.create({
-      labels: { [LABELS.id]: strayId, [LABELS.owner]: owner, [LABELS.created]: new Date().toISOString() },
+      labels: {
+        [WS_LABELS.id]: strayId,
+        [WS_LABELS.owner]: owner,
+        [WS_LABELS.created]: new Date().toISOString(),
+      },
     });
     // A host killed while it had the workspace open: started, its record left behind.
     await crashWhileOpen(crashedId);
     // Without this project's marks: never listed, never touched.
-    const foreign = await daytona!.create({ labels: { [LABELS.owner]: owner } });
+    const foreign = await daytona!.create({ labels: { [WS_LABELS.owner]: owner } });
     await using inUse = open(openId);
     await inUse.initialize();
 
@@ -90,7 +89,7 @@ describe.skipIf(problem !== undefined)('gcDaytona on the emulator', () => {
     expect(reasons(dead)).toEqual({ [openId]: 'in-use' });
     // A fresh record of a process on another machine counts as in use until it goes stale.
     let crashed: Sandbox | undefined;
-    for await (const sandbox of daytona!.list({ labels: { [LABELS.id]: crashedId } })) crashed = sandbox;
+    for await (const sandbox of daytona!.list({ labels: { [WS_LABELS.id]: crashedId } })) crashed = sandbox;
     const home = await crashed!.getUserHomeDir();
     const planted = await crashed!.process.executeCommand(`touch ${home}/.ws/attached/${REMOTE_RECORD}`);
     expect(planted.exitCode).toBe(0);

@@ -4,8 +4,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daytona } from '@daytonaio/sdk';
 import { generateId, isWsError } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DaytonaWorkspace, deleteOwnedSandboxes, LABELS } from '../src/index.js';
+import { DaytonaWorkspace, deleteOwnedSandboxes } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 // What the Daytona backend promises beyond the conformance suite, through the unmodified SDK against
@@ -29,7 +30,7 @@ const open = (workspaceId: string, options: Record<string, unknown> = {}) =>
 /** [id, state] of every sandbox carrying the workspace id. */
 async function sandboxesOf(workspaceId: string): Promise<[string, string | undefined][]> {
   const found: [string, string | undefined][] = [];
-  for await (const sandbox of daytona!.list({ labels: { [LABELS.id]: workspaceId } }))
+  for await (const sandbox of daytona!.list({ labels: { [WS_LABELS.id]: workspaceId } }))
     found.push([sandbox.id, sandbox.state]);
   return found;
 }
@@ -105,7 +106,7 @@ setInterval(() => {}, 1000);`;
 
   it('takes the newest of several sandboxes carrying the id, and says so', async () => {
     const workspaceId = generateId();
-    const labels = { [LABELS.id]: workspaceId, [LABELS.owner]: owner };
+    const labels = { [WS_LABELS.id]: workspaceId, [WS_LABELS.owner]: owner };
     const older = await daytona!.create({ labels });
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     const newer = await daytona!.create({ labels });
@@ -119,9 +120,9 @@ setInterval(() => {}, 1000);`;
 
   it('never touches a sandbox that does not carry its id', async () => {
     const workspaceId = generateId();
-    const foreign = await daytona!.create({ labels: { [LABELS.owner]: owner } });
+    const foreign = await daytona!.create({ labels: { [WS_LABELS.owner]: owner } });
     const other = await daytona!.create({
-      labels: { [LABELS.id]: `${workspaceId}-other`, [LABELS.owner]: owner },
+      labels: { [WS_LABELS.id]: `${workspaceId}-other`, [WS_LABELS.owner]: owner },
     });
     const workspace = open(workspaceId);
     await workspace.initialize();

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processAlive } from '@ws/core/backend';
 
 /**
  * Which host processes use a container: one empty file per attached workspace object, named after
@@ -19,14 +20,7 @@ async function startTime(pid: number): Promise<string | undefined> {
 
 async function alive(pid: number, started: string): Promise<boolean> {
   const now = await startTime(pid);
-  if (now !== undefined) return now === started;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: it exists but belongs to another user.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return now !== undefined ? now === started : processAlive(pid);
 }
 
 /** Records this process as a user of the container; returns the record's path. */

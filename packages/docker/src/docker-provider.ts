@@ -14,6 +14,7 @@ import {
   privateHostDir,
   shellQuote,
   throwIfAborted,
+  WS_LABELS,
 } from '@ws/core/backend';
 import {
   type GatewayLauncher,
@@ -53,13 +54,6 @@ export interface DockerProviderOptions {
   gateway?: boolean | undefined;
 }
 
-/** Labels on everything a Docker workspace creates, so orphans can be found and reaped. */
-export const LABELS = {
-  workspace: 'ws.workspace',
-  id: 'ws.workspace.id',
-  owner: 'ws.owner',
-  created: 'ws.created',
-} as const;
 const GATEWAY_HOME = '/opt/ws';
 const GATEWAY_RUN = '/ws/run';
 
@@ -317,13 +311,13 @@ export class DockerProvider implements Provider {
    */
   private requireOwned(info: Docker.ContainerInspectInfo): void {
     const labels = info.Config.Labels ?? {};
-    const labelled = labels[LABELS.id];
+    const labelled = labels[WS_LABELS.id];
     if (labelled !== this.workspaceId)
       throw new WsError(
         'CONFLICT',
         `A container named ${this.name} exists but belongs to ${labelled === undefined ? 'no workspace' : `workspace ${labelled}`}`,
       );
-    const owner = labels[LABELS.owner] ?? '';
+    const owner = labels[WS_LABELS.owner] ?? '';
     const wanted = this.options.owner ?? 'ws';
     if (owner !== wanted)
       throw new WsError(
@@ -393,10 +387,10 @@ export class DockerProvider implements Provider {
       Cmd: ['sh', '-c', `${layoutScript()}\ntrap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done`],
       WorkingDir: CONTAINER_WORKDIR,
       Labels: {
-        [LABELS.workspace]: 'true',
-        [LABELS.id]: this.workspaceId,
-        [LABELS.owner]: this.options.owner ?? 'ws',
-        [LABELS.created]: new Date().toISOString(),
+        [WS_LABELS.workspace]: 'true',
+        [WS_LABELS.id]: this.workspaceId,
+        [WS_LABELS.owner]: this.options.owner ?? 'ws',
+        [WS_LABELS.created]: new Date().toISOString(),
       },
       Env: Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`),
       ...(this.runAs ? { User: `${this.runAs.uid}:${this.runAs.gid}` } : {}),

@@ -1,10 +1,19 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { type GcOptions, type GcReport, isWsError, WsError } from '@ws/core';
-import { checkGcOptions, GcLedger, type GcResource, type Reaper } from '@ws/core/backend';
+import {
+  checkGcOptions,
+  fromErrno,
+  GcLedger,
+  processAlive,
+  type ReapCandidate,
+  type Reaper,
+  reapCandidates,
+  WS_LABELS,
+} from '@ws/core/backend';
 import Docker from 'dockerode';
 import { liveAttachments } from './attachments.js';
-import { dockerRuntimeDir, LABELS } from './docker-provider.js';
+import { dockerRuntimeDir } from './docker-provider.js';
 
 /**
  * Force-removes every workspace container carrying the owner tag `owner` (the `owner` option of
@@ -17,7 +26,7 @@ export async function removeOwnedContainers(
   const client = docker instanceof Docker ? docker : new Docker(docker);
   const found = await client.listContainers({
     all: true,
-    filters: { label: [`${LABELS.workspace}=true`, `${LABELS.owner}=${owner}`] },
+    filters: { label: [`${WS_LABELS.workspace}=true`, `${WS_LABELS.owner}=${owner}`] },
   });
   await Promise.all(
     found.map((info) =>
@@ -86,15 +95,6 @@ async function inUse(
   return false;
 }
 
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 /**
  * Reaps what Docker workspaces left behind, typically by a service that crashed: containers carrying
  * this project's labels (`ws.workspace`, narrowed to `owner`'s `ws.owner` tag when given) that no live
@@ -124,55 +124,44 @@ export async function gcDocker(options: DockerGcOptions): Promise<GcReport> {
       { cause: error },
     );
   }
-  const found = await docker.listContainers({ all: true, filters: { label: [`${LABELS.workspace}=true`] } });
+  const found = await docker.listContainers({
+    all: true,
+    filters: { label: [`${WS_LABELS.workspace}=true`] },
+  });
   const claimed = new Set<string>();
   for (const info of found) {
-    const workspaceId = info.Labels?.[LABELS.id];
+    const workspaceId = info.Labels?.[WS_LABELS.id];
     if (workspaceId) claimed.add(dockerRuntimeDir(workspaceId, checked.hostRuntimeDir));
   }
+  const candidates: ReapCandidate[] = [];
   for (const info of found) {
-    const owner = info.Labels?.[LABELS.owner];
+    const owner = info.Labels?.[WS_LABELS.owner];
     if (checked.owner !== undefined && owner !== checked.owner) continue;
-    ledger.throwIfAborted();
-    const workspaceId = info.Labels?.[LABELS.id] || undefined;
+    const workspaceId = info.Labels?.[WS_LABELS.id] || undefined;
     const runtime = workspaceId ? dockerRuntimeDir(workspaceId, checked.hostRuntimeDir) : undefined;
-    const created = Date.parse(info.Labels?.[LABELS.created] ?? '') || info.Created * 1000;
-    const since = Math.max(created, runtime ? await lastAttached(runtime) : 0);
-    const resource: GcResource = {
+    const container = docker.getContainer(info.Id);
+    const name = (info.Names[0] ?? info.Id).replace(/^\//, '');
+    candidates.push({
       kind: 'container',
-      name: (info.Names[0] ?? info.Id).replace(/^\//, ''),
+      name,
       workspaceId,
       owner,
-      idleMs: Math.max(0, now - since),
-    };
-    const container = docker.getContainer(info.Id);
-    try {
-      if (await inUse(docker, container, runtime)) {
-        ledger.keep(resource, 'in-use');
-        continue;
-      }
-      if (resource.idleMs < checked.olderThanMs) {
-        ledger.keep(resource, 'young');
-        continue;
-      }
-      if (checked.dryRun) {
-        ledger.remove(resource);
-        continue;
-      }
-      // Looked at again just before: a process may have attached while the others were examined.
-      if (await inUse(docker, container, runtime)) {
-        ledger.keep(resource, 'in-use');
-        continue;
-      }
-      await container.remove({ force: true }).catch((error: unknown) => {
-        if (statusOf(error) !== 404) throw error;
-      });
-      if (runtime) await rm(runtime, { recursive: true, force: true }).catch(() => {});
-      ledger.remove(resource);
-    } catch (error) {
-      ledger.keep(resource, 'failed', failure(error, resource.name));
-    }
+      idleSince: Date.parse(info.Labels?.[WS_LABELS.created] ?? '') || info.Created * 1000,
+      probe: async () => ({
+        inUse: await inUse(docker, container, runtime),
+        lastUsedAt: runtime ? await lastAttached(runtime) : 0,
+      }),
+      // A process may have attached while the others were examined.
+      takenMeanwhile: () => inUse(docker, container, runtime),
+      remove: async () => {
+        await container.remove({ force: true }).catch((error: unknown) => {
+          if (statusOf(error) !== 404) throw failure(error, name);
+        });
+        if (runtime) await rm(runtime, { recursive: true, force: true }).catch(() => {});
+      },
+    });
   }
+  await reapCandidates(ledger, candidates);
   if (checked.owner === undefined) await reapHostLeftovers(ledger, claimed, now, checked.hostRuntimeDir);
   return ledger.report();
 }
@@ -185,7 +174,11 @@ async function reapHostLeftovers(
   hostRuntimeDir: string | undefined,
 ): Promise<void> {
   const base = dirname(dockerRuntimeDir('-', hostRuntimeDir));
-  const candidates: { resource: GcResource; path: string; busy: () => Promise<boolean> }[] = [];
+  const candidates: ReapCandidate[] = [];
+  const removeFile = (path: string) => () =>
+    rm(path, { recursive: true, force: true }).catch((error: unknown) => {
+      throw fromErrno(error, `Removing ${path} failed`, { path });
+    });
   for (const name of await readdir(base).catch(() => [] as string[])) {
     const path = join(base, name);
     if (!/^[0-9a-f]{16}$/.test(name) || claimed.has(path)) continue;
@@ -197,9 +190,11 @@ async function reapHostLeftovers(
       ),
     );
     candidates.push({
-      resource: { kind: 'runtime-folder', name: path, idleMs: Math.max(0, now - since) },
-      path,
-      busy: async () => (await liveAttachments(join(path, 'users'))) > 0,
+      kind: 'runtime-folder',
+      name: path,
+      idleSince: since,
+      probe: async () => ({ inUse: (await liveAttachments(join(path, 'users'))) > 0 }),
+      remove: removeFile(path),
     });
   }
   const gateway = join(base, 'gateway');
@@ -207,30 +202,18 @@ async function reapHostLeftovers(
     const pid = /\.(\d+)\.tmp$/.exec(name)?.[1];
     if (pid === undefined) continue;
     const path = join(gateway, name);
-    const modified = await stat(path).then(
-      (info) => info.mtimeMs,
-      () => now,
-    );
     candidates.push({
-      resource: { kind: 'temporary-file', name: path, idleMs: Math.max(0, now - modified) },
-      path,
-      busy: async () => processAlive(Number(pid)),
+      kind: 'temporary-file',
+      name: path,
+      idleSince: await stat(path).then(
+        (info) => info.mtimeMs,
+        () => now,
+      ),
+      probe: async () => ({ inUse: processAlive(Number(pid)) }),
+      remove: removeFile(path),
     });
   }
-  for (const { resource, path, busy } of candidates) {
-    ledger.throwIfAborted();
-    if (await busy()) ledger.keep(resource, 'in-use');
-    else if (resource.idleMs < ledger.options.olderThanMs) ledger.keep(resource, 'young');
-    else if (ledger.options.dryRun) ledger.remove(resource);
-    else {
-      try {
-        await rm(path, { recursive: true, force: true });
-        ledger.remove(resource);
-      } catch (error) {
-        ledger.keep(resource, 'failed', failure(error, path));
-      }
-    }
-  }
+  await reapCandidates(ledger, candidates);
 }
 
 /** The Docker backend's {@link Reaper}, with the client and runtime folder fixed once. */

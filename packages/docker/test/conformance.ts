@@ -4,15 +4,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { registerConformanceSuite, requireEngine } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { afterAll } from 'vitest';
+import { dockerRuntimeDir } from '../src/docker-provider.js';
 import {
   DEFAULT_DOCKER_IMAGE,
   DockerWorkspace,
   type DockerWorkspaceOptions,
   dockerProblem,
-  dockerRuntimeDir,
-  LABELS,
   removeOwnedContainers,
 } from '../src/index.js';
 
@@ -44,7 +44,7 @@ export async function registerDockerConformance(storage: DockerStorage): Promise
   const leftovers = async (workspaceId: string): Promise<string[]> => {
     const containers = await engine.listContainers({
       all: true,
-      filters: { label: [`${LABELS.id}=${workspaceId}`] },
+      filters: { label: [`${WS_LABELS.id}=${workspaceId}`] },
     });
     const found = containers.map((container) => `container ${container.Names[0]} (${container.State})`);
     if (existsSync(dockerRuntimeDir(workspaceId)))

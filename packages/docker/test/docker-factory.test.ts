@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError, WorkspaceManager } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -10,7 +11,6 @@ import {
   DockerWorkspace,
   dockerProblem,
   dockerWorkspaces,
-  LABELS,
   removeOwnedContainers,
 } from '../src/index.js';
 
@@ -41,13 +41,16 @@ describe.skipIf(problem !== undefined)('dockerWorkspaces', () => {
     expect(result.stdoutText).toBe('/workspace\n');
     expect(readFileSync(join(base, workspaceId, 'note.txt'), 'utf8')).toBe('hello\n');
     const running = await docker.listContainers({
-      filters: { label: [`${LABELS.owner}=${owner}`, `${LABELS.id}=${workspaceId}`] },
+      filters: { label: [`${WS_LABELS.owner}=${owner}`, `${WS_LABELS.id}=${workspaceId}`] },
     });
     expect(running).toHaveLength(1);
     lease.release();
     await manager.closeAll();
     expect(lease.workspace.state).toBe('closed');
-    const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } });
+    const left = await docker.listContainers({
+      all: true,
+      filters: { label: [`${WS_LABELS.owner}=${owner}`] },
+    });
     expect(left).toEqual([]);
     await manager[Symbol.asyncDispose]();
     // The files stay on the host.

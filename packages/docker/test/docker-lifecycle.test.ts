@@ -5,15 +5,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  DEFAULT_DOCKER_IMAGE,
-  DockerWorkspace,
-  dockerProblem,
-  LABELS,
-  removeOwnedContainers,
-} from '../src/index.js';
+import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const problem = requireEngine('docker', await dockerProblem(image));
@@ -39,7 +34,7 @@ async function rejection(action: () => Promise<unknown>): Promise<unknown> {
 }
 
 const containersOf = async (workspaceId: string) =>
-  docker.listContainers({ all: true, filters: { label: [`${LABELS.id}=${workspaceId}`] } });
+  docker.listContainers({ all: true, filters: { label: [`${WS_LABELS.id}=${workspaceId}`] } });
 
 describe.skipIf(problem !== undefined)('docker lifecycle', () => {
   for (const storage of ['hostWorkdir', 'volume'] as const) {

@@ -5,15 +5,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { requireEngine } from '@ws/contract-tests';
 import { generateId, WorkspaceManager } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dockerRuntimeDir } from '../src/docker-provider.js';
 import {
   DEFAULT_DOCKER_IMAGE,
   DockerWorkspace,
   dockerProblem,
-  dockerRuntimeDir,
   gcDocker,
-  LABELS,
   removeOwnedContainers,
 } from '../src/index.js';
 
@@ -34,7 +34,7 @@ afterAll(async () => {
 }, 120_000);
 
 const containersOf = async (filter: string[]) =>
-  docker.listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`, ...filter] } });
+  docker.listContainers({ all: true, filters: { label: [`${WS_LABELS.owner}=${owner}`, ...filter] } });
 
 function gate(): { promise: Promise<void>; open: () => void } {
   let open!: () => void;
@@ -75,7 +75,7 @@ function runScript(
  */
 async function quiet(workspaceId: string): Promise<void> {
   for (;;) {
-    const [info] = await containersOf([`${LABELS.id}=${workspaceId}`]);
+    const [info] = await containersOf([`${WS_LABELS.id}=${workspaceId}`]);
     if (!info) return;
     const details = await docker.getContainer(info.Id).inspect();
     const execs = await Promise.all(
@@ -126,13 +126,13 @@ describe.skipIf(problem !== undefined)('WorkspaceManager over Docker workspaces'
     expect(created).toHaveLength(10);
     expect(new Set(leases.map((lease) => lease.workspace)).size).toBe(10);
     const containers = await containersOf([]);
-    const ours = containers.filter((info) => created.includes(info.Labels[LABELS.id] ?? ''));
+    const ours = containers.filter((info) => created.includes(info.Labels[WS_LABELS.id] ?? ''));
     expect(ours).toHaveLength(10);
-    expect(new Set(ours.map((info) => info.Labels[LABELS.id])).size).toBe(10);
+    expect(new Set(ours.map((info) => info.Labels[WS_LABELS.id])).size).toBe(10);
     for (const lease of leases) lease.release();
     await manager.closeAll();
     expect(
-      (await containersOf([])).filter((info) => created.includes(info.Labels[LABELS.id] ?? '')),
+      (await containersOf([])).filter((info) => created.includes(info.Labels[WS_LABELS.id] ?? '')),
     ).toHaveLength(0);
   }, 240_000);
 
@@ -174,14 +174,14 @@ describe.skipIf(problem !== undefined)('WorkspaceManager over Docker workspaces'
       runScript(managerScript(request, hold)),
     ]);
     expect(first.line).toBe(second.line);
-    expect(await containersOf([`${LABELS.id}=${workspaceId}`])).toHaveLength(1);
+    expect(await containersOf([`${WS_LABELS.id}=${workspaceId}`])).toHaveLength(1);
     first.child.stdin?.end();
     expect(await first.closed).toBe(0);
     // The other process still uses it.
-    expect(await containersOf([`${LABELS.id}=${workspaceId}`])).toHaveLength(1);
+    expect(await containersOf([`${WS_LABELS.id}=${workspaceId}`])).toHaveLength(1);
     second.child.stdin?.end();
     expect(await second.closed).toBe(0);
-    expect(await containersOf([`${LABELS.id}=${workspaceId}`])).toHaveLength(0);
+    expect(await containersOf([`${WS_LABELS.id}=${workspaceId}`])).toHaveLength(0);
   }, 240_000);
 
   it('gc removes an orphan older than the age and keeps a young one and a leased one', async () => {
@@ -206,7 +206,7 @@ describe.skipIf(problem !== undefined)('WorkspaceManager over Docker workspaces'
 
     const dry = await gcDocker({ owner, olderThanMs, dryRun: true });
     expect(dry.removed.map((resource) => resource.workspaceId)).toEqual([orphanId]);
-    expect(await containersOf([`${LABELS.id}=${orphanId}`])).toHaveLength(1);
+    expect(await containersOf([`${WS_LABELS.id}=${orphanId}`])).toHaveLength(1);
 
     const report = await gcDocker({ owner, olderThanMs });
     expect(report.dryRun).toBe(false);
@@ -215,9 +215,9 @@ describe.skipIf(problem !== undefined)('WorkspaceManager over Docker workspaces'
     ]);
     const kept = Object.fromEntries(report.kept.map((resource) => [resource.workspaceId, resource.reason]));
     expect(kept).toEqual({ [youngId]: 'young', [leasedId]: 'in-use' });
-    expect(await containersOf([`${LABELS.id}=${orphanId}`])).toHaveLength(0);
+    expect(await containersOf([`${WS_LABELS.id}=${orphanId}`])).toHaveLength(0);
     expect(existsSync(dockerRuntimeDir(orphanId))).toBe(false);
-    expect(await containersOf([`${LABELS.id}=${youngId}`])).toHaveLength(1);
+    expect(await containersOf([`${WS_LABELS.id}=${youngId}`])).toHaveLength(1);
     expect(leased.workspace.state).toBe('ready');
     expect((await leased.workspace.getSandbox().exec(['true'])).exitCode).toBe(0);
 

@@ -5,19 +5,13 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { translateE2BError } from './errors.js';
-
-/** The metadata keys a workspace puts on its sandboxes, so they are found again and reaped. */
-export const METADATA = {
-  id: 'ws.workspace.id',
-  owner: 'ws.owner',
-  created: 'ws.created',
-} as const;
 
 /** The workdir inside an E2B sandbox (as AgentScope's). */
 export const E2B_WORKDIR = '/home/user/workspace';
@@ -120,7 +114,7 @@ export class E2BProvider implements Provider {
       const paginator = Sandbox.list({
         ...this.connection(),
         query: {
-          metadata: { [METADATA.id]: workspaceId, [METADATA.owner]: this.owner },
+          metadata: { [WS_LABELS.id]: workspaceId, [WS_LABELS.owner]: this.owner },
           state: ['running', 'paused'],
         },
         limit: 100,
@@ -128,8 +122,8 @@ export class E2BProvider implements Provider {
       while (paginator.hasNext) {
         for (const info of (await paginator.nextItems()) as SandboxInfo[]) {
           // The filter is the service's; the check is ours (a sandbox of another id or owner is never touched).
-          if (info.metadata?.[METADATA.id] !== workspaceId) continue;
-          if (info.metadata?.[METADATA.owner] !== this.owner) continue;
+          if (info.metadata?.[WS_LABELS.id] !== workspaceId) continue;
+          if (info.metadata?.[WS_LABELS.owner] !== this.owner) continue;
           found.push({ sandboxId: info.sandboxId, startedAt: info.startedAt.getTime(), state: info.state });
         }
       }
@@ -224,9 +218,9 @@ export class E2BProvider implements Provider {
           timeoutMs: this.options.timeoutMs,
           metadata: {
             ...this.options.metadata,
-            [METADATA.id]: workspaceId,
-            [METADATA.owner]: this.owner,
-            [METADATA.created]: new Date().toISOString(),
+            [WS_LABELS.id]: workspaceId,
+            [WS_LABELS.owner]: this.owner,
+            [WS_LABELS.created]: new Date().toISOString(),
           },
           ...(this.options.env ? { envs: { ...this.options.env } } : {}),
           // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
@@ -337,10 +331,10 @@ export async function killOwnedSandboxes(
     ...(connection.domain ? { domain: connection.domain } : {}),
   };
   const ids: string[] = [];
-  const paginator = Sandbox.list({ ...opts, query: { metadata: { [METADATA.owner]: owner } }, limit: 100 });
+  const paginator = Sandbox.list({ ...opts, query: { metadata: { [WS_LABELS.owner]: owner } }, limit: 100 });
   while (paginator.hasNext) {
     for (const info of (await paginator.nextItems()) as SandboxInfo[])
-      if (info.metadata?.[METADATA.owner] === owner) ids.push(info.sandboxId);
+      if (info.metadata?.[WS_LABELS.owner] === owner) ids.push(info.sandboxId);
   }
   await Promise.all(ids.map((id) => Sandbox.kill(id, opts).catch(() => false)));
   return ids;

@@ -1,6 +1,6 @@
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import { DEFAULT_E2B_TIMEOUT_MS, E2BProvider } from './e2b-provider.js';
 
 /** Options of {@link E2BWorkspace}. */
@@ -47,8 +47,6 @@ const E2B_KEYS = [
   'gateway',
 ] as const satisfies readonly (keyof E2BWorkspaceOptions)[];
 
-const RESERVED = /^ws\./;
-
 /**
  * A workspace in an E2B sandbox, through the official `e2b` SDK. The sandbox carries the workspace id
  * in its metadata (`ws.workspace.id`) and is found by it again, resumed when paused; `close()`
@@ -68,15 +66,7 @@ export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
           details: { timeoutMs },
         },
       );
-    const reserved = Object.keys(options.metadata ?? {}).filter((key) => RESERVED.test(key));
-    if (reserved.length > 0)
-      throw new WsError(
-        'INVALID_ARGUMENT',
-        `Metadata keys starting with "ws." are the workspace's own: ${reserved.join(', ')}`,
-        {
-          details: { keys: reserved },
-        },
-      );
+    checkUserLabels(options.metadata, 'Metadata');
     super({
       ...engineOptions(options),
       provider: new E2BProvider({

@@ -2,12 +2,16 @@ import { type GcOptions, type GcReport, WsError } from '@ws/core';
 import {
   checkGcOptions,
   GcLedger,
-  type GcResource,
+  type ReapCandidate,
   type Reaper,
+  type ReapProbe,
   readAttachedRecords,
+  reapCandidates,
+  timeOf,
+  WS_LABELS,
 } from '@ws/core/backend';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
-import { ATTACHED_DIR, DEFAULT_E2B_TIMEOUT_MS, E2B_WORKDIR, METADATA } from './e2b-provider.js';
+import { ATTACHED_DIR, DEFAULT_E2B_TIMEOUT_MS, E2B_WORKDIR } from './e2b-provider.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { translateE2BError } from './errors.js';
 
@@ -33,9 +37,6 @@ export interface E2BGcOptions extends GcOptions {
 /** The time limit a probe's connection asks for: connecting never shortens a running sandbox's. */
 const PROBE_TIMEOUT_MS = 15_000;
 
-const time = (value: string | Date | undefined): number =>
-  value instanceof Date ? value.getTime() : Date.parse(value ?? '') || 0;
-
 /**
  * Reaps sandboxes that E2B workspaces left behind: those carrying this project's metadata
  * (`ws.workspace.id`, narrowed to `owner`'s `ws.owner` when given) that are not in use and have been
@@ -59,53 +60,39 @@ export async function gcE2B(options: E2BGcOptions): Promise<GcReport> {
   const ledger = new GcLedger(checked);
   const connection = connectionOf(checked);
   const found = await list(connection, checked.owner, checked.signal);
-  for (const info of found) {
-    ledger.throwIfAborted();
-    const now = Date.now();
-    const metadata = info.metadata ?? {};
-    const created = Math.max(time(metadata[METADATA.created]), time(info.startedAt));
-    const resource = (since: number): GcResource => ({
-      kind: 'sandbox',
-      name: info.sandboxId,
-      workspaceId: metadata[METADATA.id],
-      owner: metadata[METADATA.owner],
-      idleMs: Math.max(0, now - since),
-    });
-    let idle = resource(
-      info.state === 'paused' ? Math.max(created, Math.min(time(info.endAt), now)) : created,
-    );
-    try {
-      if (info.state === 'running') {
-        const records = await probe(info.sandboxId, connection, staleMs, checked.signal);
-        idle = resource(Math.max(created, records.lastTouchedAt ?? 0));
-        if (records.fresh) {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-      }
-      if (idle.idleMs < checked.olderThanMs) ledger.keep(idle, 'young');
-      else if (checked.dryRun) ledger.remove(idle);
-      else {
-        // Looked at again just before: a host may have opened it while the others were examined.
-        const current = await Sandbox.getInfo(info.sandboxId, connection);
-        if (current.state === 'running' && info.state !== 'running') {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-        if (current.state === 'running' && (await probe(info.sandboxId, connection, staleMs)).fresh) {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-        // False: killed by someone else meanwhile, nothing left to reap.
-        await Sandbox.kill(info.sandboxId, connection);
-        ledger.remove(idle);
-      }
-    } catch (error) {
-      if (checked.signal?.aborted) ledger.throwIfAborted();
-      ledger.keep(idle, 'failed', translateE2BError(error, `reaping sandbox ${info.sandboxId}`));
-    }
-  }
+  await reapCandidates(
+    ledger,
+    found.map((info) => candidate(info, connection, staleMs)),
+    translateE2BError,
+  );
   return ledger.report();
+}
+
+/** What the reaper decides about one listed sandbox. */
+function candidate(info: SandboxInfo, connection: ConnectionOpts, staleMs: number): ReapCandidate {
+  const metadata = info.metadata ?? {};
+  const created = Math.max(timeOf(metadata[WS_LABELS.created]), timeOf(info.startedAt));
+  const running = info.state === 'running';
+  const probeRecords = async (signal?: AbortSignal): Promise<ReapProbe> => {
+    const records = await probe(info.sandboxId, connection, staleMs, signal);
+    return { inUse: records.fresh, lastUsedAt: records.lastTouchedAt };
+  };
+  return {
+    kind: 'sandbox',
+    name: info.sandboxId,
+    workspaceId: metadata[WS_LABELS.id],
+    owner: metadata[WS_LABELS.owner],
+    // A paused sandbox's pause time is not listed: the end of its last time limit is the latest it can be.
+    idleSince: running ? created : Math.max(created, Math.min(timeOf(info.endAt), Date.now())),
+    ...(running ? { probe: probeRecords } : {}),
+    takenMeanwhile: async (signal) => {
+      const current = await Sandbox.getInfo(info.sandboxId, connection);
+      if (current.state !== 'running') return false;
+      return !running || (await probeRecords(signal)).inUse;
+    },
+    // False: killed by someone else meanwhile, nothing left to reap.
+    remove: async () => void (await Sandbox.kill(info.sandboxId, connection)),
+  };
 }
 
 function connectionOf(options: E2BGcOptions): ConnectionOpts {
@@ -130,14 +117,14 @@ async function list(
     const paginator = Sandbox.list({
       ...connection,
       ...(signal ? { signal } : {}),
-      query: { ...(owner ? { metadata: { [METADATA.owner]: owner } } : {}), state: ['running', 'paused'] },
+      query: { ...(owner ? { metadata: { [WS_LABELS.owner]: owner } } : {}), state: ['running', 'paused'] },
       limit: 100,
     });
     while (paginator.hasNext)
       for (const info of (await paginator.nextItems()) as SandboxInfo[]) {
         // The filter is the service's; the check is ours: a sandbox without the marks is never touched.
-        if (!info.metadata?.[METADATA.id]) continue;
-        if (owner !== undefined && info.metadata[METADATA.owner] !== owner) continue;
+        if (!info.metadata?.[WS_LABELS.id]) continue;
+        if (owner !== undefined && info.metadata[WS_LABELS.owner] !== owner) continue;
         found.push(info);
       }
   } catch (error) {

@@ -2,10 +2,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
 import { Sandbox } from 'e2b';
 import { afterAll } from 'vitest';
-import { E2BWorkspace, killOwnedSandboxes, METADATA } from '../src/index.js';
+import { E2BWorkspace, killOwnedSandboxes } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
@@ -18,7 +19,7 @@ const leftoversOn =
   async (workspaceId: string): Promise<string[]> => {
     const running = await Sandbox.list({
       ...connection,
-      query: { metadata: { [METADATA.id]: workspaceId }, state: ['running'] },
+      query: { metadata: { [WS_LABELS.id]: workspaceId }, state: ['running'] },
     }).nextItems();
     return running.map((info) => `sandbox ${info.sandboxId} (running)`);
   };

@@ -3,9 +3,10 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type GcReport, generateId, WorkspaceManager } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { Sandbox } from 'e2b';
 import { afterAll, describe, expect, it } from 'vitest';
-import { E2BWorkspace, e2bWorkspaces, gcE2B, killOwnedSandboxes, METADATA } from '../src/index.js';
+import { E2BWorkspace, e2bWorkspaces, gcE2B, killOwnedSandboxes } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 /** An attachment record of a process on another machine (machine id, pid, object). */
@@ -33,7 +34,7 @@ const open = (workspaceId: string) => new E2BWorkspace({ ...emulated, owner, wor
 async function sandboxesOf(workspaceId: string): Promise<string[]> {
   const found = await Sandbox.list({
     ...emulated,
-    query: { metadata: { [METADATA.id]: workspaceId }, state: ['running', 'paused'] },
+    query: { metadata: { [WS_LABELS.id]: workspaceId }, state: ['running', 'paused'] },
   }).nextItems();
   return found.map((info) => info.state);
 }
@@ -96,16 +97,16 @@ describe.skipIf(problem !== undefined)('gcE2B on the emulator', () => {
     await Sandbox.create('base', {
       ...emulated,
       metadata: {
-        [METADATA.id]: strayId,
-        [METADATA.owner]: owner,
-        [METADATA.created]: new Date().toISOString(),
+        [WS_LABELS.id]: strayId,
+        [WS_LABELS.owner]: owner,
+        [WS_LABELS.created]: new Date().toISOString(),
       },
     });
     // A host killed while it had the workspace open: running, its record left behind.
     const crashed = await runScript(managerScript(crashedId, "process.kill(process.pid, 'SIGKILL');"));
     await crashed.closed.catch(() => {});
     // Without this project's marks: never listed, never touched.
-    const foreign = await Sandbox.create('base', { ...emulated, metadata: { [METADATA.owner]: owner } });
+    const foreign = await Sandbox.create('base', { ...emulated, metadata: { [WS_LABELS.owner]: owner } });
     await using inUse = open(openId);
     await inUse.initialize();
 

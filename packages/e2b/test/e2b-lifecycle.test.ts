@@ -3,10 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { generateId, isWsError } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
 import { Sandbox } from 'e2b';
 import { afterAll, describe, expect, it } from 'vitest';
-import { E2BWorkspace, killOwnedSandboxes, METADATA } from '../src/index.js';
+import { E2BWorkspace, killOwnedSandboxes } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 // What the E2B backend promises beyond the conformance suite, through the unmodified SDK against
@@ -28,7 +29,7 @@ const open = (workspaceId: string, options: Record<string, unknown> = {}) =>
   new E2BWorkspace({ ...emulated, owner, workspaceId, ...options });
 
 async function sandboxesOf(workspaceId: string) {
-  return Sandbox.list({ ...emulated, query: { metadata: { [METADATA.id]: workspaceId } } }).nextItems();
+  return Sandbox.list({ ...emulated, query: { metadata: { [WS_LABELS.id]: workspaceId } } }).nextItems();
 }
 
 describe.skipIf(problem !== undefined)('E2BWorkspace on the emulator', () => {
@@ -110,7 +111,7 @@ setInterval(() => {}, 1000);`;
 
   it('takes the newest of several sandboxes carrying the id, and says so', async () => {
     const workspaceId = generateId();
-    const metadata = { [METADATA.id]: workspaceId, [METADATA.owner]: owner };
+    const metadata = { [WS_LABELS.id]: workspaceId, [WS_LABELS.owner]: owner };
     const older = await Sandbox.create('base', { ...emulated, metadata });
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     const newer = await Sandbox.create('base', { ...emulated, metadata });
@@ -124,10 +125,10 @@ setInterval(() => {}, 1000);`;
 
   it('never touches a sandbox that does not carry its id', async () => {
     const workspaceId = generateId();
-    const foreign = await Sandbox.create('base', { ...emulated, metadata: { [METADATA.owner]: owner } });
+    const foreign = await Sandbox.create('base', { ...emulated, metadata: { [WS_LABELS.owner]: owner } });
     const other = await Sandbox.create('base', {
       ...emulated,
-      metadata: { [METADATA.id]: `${workspaceId}-other`, [METADATA.owner]: owner },
+      metadata: { [WS_LABELS.id]: `${workspaceId}-other`, [WS_LABELS.owner]: owner },
     });
     const workspace = open(workspaceId);
     await workspace.initialize();

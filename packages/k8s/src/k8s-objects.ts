@@ -6,10 +6,10 @@ import type {
   V1Toleration,
 } from '@kubernetes/client-node';
 import { WsError } from '@ws/core';
-import { layoutPaths, shellQuote, throwIfAborted } from '@ws/core/backend';
+import { layoutPaths, shellQuote, throwIfAborted, WS_LABELS } from '@ws/core/backend';
 import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { POD_WORKDIR } from './k8s-sandbox.js';
-import { ANNOTATIONS, belongsTo, LABELS, MANAGED_BY, workspaceKey, workspaceLabels } from './names.js';
+import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
 
 /** The container of a workspace's Pod. */
 export const CONTAINER_NAME = 'workspace';
@@ -95,7 +95,7 @@ export class WorkspaceObjects {
       name: this.name,
       namespace: this.namespace,
       labels: workspaceLabels(this.workspaceId, this.settings.owner, this.settings.labels),
-      annotations: { [ANNOTATIONS.id]: this.workspaceId, [ANNOTATIONS.created]: new Date().toISOString() },
+      annotations: { [WS_LABELS.id]: this.workspaceId, [WS_LABELS.created]: new Date().toISOString() },
     };
   }
 
@@ -111,7 +111,7 @@ export class WorkspaceObjects {
     const details = { kind, name: this.name, namespace: this.namespace };
     // The object names derive from the id alone: a second owner of the id is refused, never let in.
     if (belongsTo(found.metadata, this.workspaceId)) {
-      const owner = found.metadata?.labels?.[LABELS.owner] ?? '';
+      const owner = found.metadata?.labels?.[WS_LABELS.owner] ?? '';
       throw new WsError(
         'CONFLICT',
         `The ${kind} ${this.name} of workspace id ${JSON.stringify(this.workspaceId)} in namespace ${this.namespace} belongs to owner ${JSON.stringify(owner)}, not ${JSON.stringify(this.settings.owner)}; it is left alone (use another workspace id)`,
@@ -372,17 +372,17 @@ export class WorkspaceObjects {
         name: this.name,
         namespace: this.namespace,
         body: [
-          { op: 'test', path: `/metadata/annotations/${pointer(ANNOTATIONS.id)}`, value: this.workspaceId },
+          { op: 'test', path: `/metadata/annotations/${pointer(WS_LABELS.id)}`, value: this.workspaceId },
           {
             op: 'test',
-            path: `/metadata/labels/${pointer(LABELS.key)}`,
+            path: `/metadata/labels/${pointer(WS_LABELS.key)}`,
             value: workspaceKey(this.workspaceId),
           },
-          { op: 'test', path: `/metadata/labels/${pointer(LABELS.managedBy)}`, value: MANAGED_BY },
-          { op: 'test', path: `/metadata/labels/${pointer(LABELS.owner)}`, value: this.settings.owner },
+          { op: 'test', path: `/metadata/labels/${pointer(MANAGED_BY_LABEL)}`, value: MANAGED_BY },
+          { op: 'test', path: `/metadata/labels/${pointer(WS_LABELS.owner)}`, value: this.settings.owner },
           {
             op: 'add',
-            path: `/metadata/annotations/${pointer(ANNOTATIONS.released)}`,
+            path: `/metadata/annotations/${pointer(WS_LABELS.released)}`,
             value: at.toISOString(),
           },
         ],

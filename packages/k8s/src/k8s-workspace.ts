@@ -1,10 +1,10 @@
 import type { KubeConfig, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import { DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { K8sProvider } from './k8s-provider.js';
-import { isLabelValue, LABELS } from './names.js';
+import { isLabelValue, MANAGED_BY_LABEL } from './names.js';
 
 /** The Pod image when none is given: any image with `sh` works; `node` 18+ adds the gateway and MCP. */
 export const DEFAULT_K8S_IMAGE = 'node:22-bookworm-slim';
@@ -85,8 +85,6 @@ const K8S_KEYS = [
 const QUANTITY = /^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const RESERVED_LABELS = new Set<string>(Object.values(LABELS));
-
 function invalid(message: string, details: Record<string, unknown>): WsError {
   return new WsError('INVALID_ARGUMENT', message, { details });
 }
@@ -107,9 +105,10 @@ function checkOptions(options: K8sWorkspaceOptions): void {
     throw invalid(`namespace ${JSON.stringify(namespace)} is not a valid namespace name`, { namespace });
   if (owner !== undefined && (owner === '' || !isLabelValue(owner)))
     throw invalid(`owner ${JSON.stringify(owner)} is not a valid label value`, { owner });
+  checkUserLabels(labels, 'Label');
+  if (labels?.[MANAGED_BY_LABEL] !== undefined)
+    throw invalid(`The label ${MANAGED_BY_LABEL} is the workspace's own`, { keys: [MANAGED_BY_LABEL] });
   for (const [key, value] of Object.entries(labels ?? {})) {
-    if (RESERVED_LABELS.has(key) || key.startsWith('ws.'))
-      throw invalid(`The label ${key} is the workspace's own`, { label: key });
     if (!isLabelValue(value))
       throw invalid(`The value of label ${key} is not a valid label value`, { label: key });
   }

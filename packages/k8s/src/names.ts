@@ -1,24 +1,8 @@
 import { createHash } from 'node:crypto';
+import { WS_LABELS } from '@ws/core/backend';
 
-/** Labels and annotations on every object a Kubernetes workspace creates, so it is found again and reaped. */
-export const LABELS = {
-  managedBy: 'app.kubernetes.io/managed-by',
-  workspace: 'ws.workspace',
-  /** A hash of the workspace id: a valid label value whatever the id holds. */
-  key: 'ws.workspace.key',
-  /** The id itself, when it is a valid label value (for `kubectl get -l`). */
-  id: 'ws.workspace.id',
-  owner: 'ws.owner',
-} as const;
-
-export const ANNOTATIONS = {
-  /** The exact workspace id: what decides whether an object is this workspace's. */
-  id: 'ws.workspace.id',
-  created: 'ws.created',
-  /** When the PVC was last let go (its Pod deleted by `close()` or by the reaper), as an ISO time. */
-  released: 'ws.released',
-} as const;
-
+/** Kubernetes' recommended label saying what manages an object; this project's objects carry {@link MANAGED_BY}. */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 /** The value of the managed-by label. */
 export const MANAGED_BY = 'ws';
 
@@ -52,7 +36,7 @@ export function objectName(workspaceId: string): string {
 
 /** The label selector of every object of a workspace id. */
 export function workspaceSelector(workspaceId: string): string {
-  return `${LABELS.key}=${workspaceKey(workspaceId)}`;
+  return `${WS_LABELS.key}=${workspaceKey(workspaceId)}`;
 }
 
 /** The labels of a workspace's objects (the user's own first: the workspace's win). */
@@ -63,11 +47,11 @@ export function workspaceLabels(
 ): Record<string, string> {
   return {
     ...extra,
-    [LABELS.managedBy]: MANAGED_BY,
-    [LABELS.workspace]: 'true',
-    [LABELS.key]: workspaceKey(workspaceId),
-    ...(isLabelValue(workspaceId) ? { [LABELS.id]: workspaceId } : {}),
-    [LABELS.owner]: owner,
+    [MANAGED_BY_LABEL]: MANAGED_BY,
+    [WS_LABELS.workspace]: 'true',
+    [WS_LABELS.key]: workspaceKey(workspaceId),
+    ...(isLabelValue(workspaceId) ? { [WS_LABELS.id]: workspaceId } : {}),
+    [WS_LABELS.owner]: owner,
   };
 }
 
@@ -81,9 +65,9 @@ export function belongsTo(
   owner?: string,
 ): boolean {
   return (
-    metadata?.annotations?.[ANNOTATIONS.id] === workspaceId &&
-    metadata.labels?.[LABELS.key] === workspaceKey(workspaceId) &&
-    metadata.labels?.[LABELS.managedBy] === MANAGED_BY &&
-    (owner === undefined || metadata.labels?.[LABELS.owner] === owner)
+    metadata?.annotations?.[WS_LABELS.id] === workspaceId &&
+    metadata.labels?.[WS_LABELS.key] === workspaceKey(workspaceId) &&
+    metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
+    (owner === undefined || metadata.labels?.[WS_LABELS.owner] === owner)
   );
 }

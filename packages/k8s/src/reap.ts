@@ -10,9 +10,13 @@ import {
   type AttachedRecords,
   checkGcOptions,
   GcLedger,
-  type GcResource,
+  type ReapCandidate,
   type Reaper,
+  type ReapProbe,
   readAttachedRecords,
+  reapCandidates,
+  timeOf,
+  WS_LABELS,
 } from '@ws/core/backend';
 import { coreApi, DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { httpCode, translateK8sError } from './errors.js';
@@ -20,7 +24,7 @@ import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
 import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
 import { K8sSandbox } from './k8s-sandbox.js';
 import { DEFAULT_K8S_TIMEOUT_MS } from './k8s-workspace.js';
-import { ANNOTATIONS, belongsTo, LABELS, MANAGED_BY } from './names.js';
+import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL } from './names.js';
 
 /** Options of {@link gcK8s}. */
 export interface K8sGcOptions extends GcOptions {
@@ -34,9 +38,6 @@ export interface K8sGcOptions extends GcOptions {
    */
   timeoutMs?: number | undefined;
 }
-
-const time = (value: string | Date | undefined): number =>
-  value instanceof Date ? value.getTime() : Date.parse(value ?? '') || 0;
 
 function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
   if (given instanceof KubeConfig) return given;
@@ -86,9 +87,9 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
   const exec = new Exec(config);
   const startWindowMs = checked.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS;
   const selector = [
-    `${LABELS.managedBy}=${MANAGED_BY}`,
-    `${LABELS.workspace}=true`,
-    ...(checked.owner ? [`${LABELS.owner}=${checked.owner}`] : []),
+    `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+    `${WS_LABELS.workspace}=true`,
+    ...(checked.owner ? [`${WS_LABELS.owner}=${checked.owner}`] : []),
   ].join(',');
   let pods: V1Pod[];
   let claims: V1PersistentVolumeClaim[];
@@ -104,79 +105,123 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
   }
   // Taken before any Pod goes: a PVC whose Pod is reaped now is in use for this run.
   const mounted = claims.length > 0 ? await mountedClaims(core, namespace) : new Set<string>();
+  const context = { core, exec, namespace, startWindowMs, owner: checked.owner };
+  await reapCandidates(ledger, podCandidates(context, pods), translateK8sError);
+  await reapCandidates(ledger, claimCandidates(context, claims, mounted), translateK8sError);
+  return ledger.report();
+}
+
+interface ReapContext {
+  readonly core: CoreV1Api;
+  readonly exec: Exec;
+  readonly namespace: string;
+  readonly startWindowMs: number;
+  readonly owner: string | undefined;
+}
+
+/** The objects of one workspace, as the reaper handles them. */
+const objectsOf = (context: ReapContext, name: string, workspaceId: string, owner: string | undefined) =>
+  new WorkspaceObjects(context.core, context.namespace, name, workspaceId, {
+    image: '',
+    storageSize: '',
+    owner: owner ?? '',
+    timeoutMs: context.startWindowMs,
+  });
+
+/** What the reaper decides about each listed Pod carrying every mark (and the owner's tag, when given). */
+function* podCandidates(context: ReapContext, pods: readonly V1Pod[]): Generator<ReapCandidate> {
+  const { namespace, startWindowMs } = context;
   for (const pod of pods) {
-    const workspaceId = pod.metadata?.annotations?.[ANNOTATIONS.id];
+    const workspaceId = pod.metadata?.annotations?.[WS_LABELS.id];
     const name = pod.metadata?.name;
     // The selector is the API's; the check is ours: an object without every mark is never touched.
     if (!workspaceId || !name || !belongsTo(pod.metadata, workspaceId)) continue;
-    const owner = pod.metadata?.labels?.[LABELS.owner];
-    if (checked.owner !== undefined && owner !== checked.owner) continue;
+    const owner = pod.metadata?.labels?.[WS_LABELS.owner];
+    if (context.owner !== undefined && owner !== context.owner) continue;
     if (pod.metadata?.deletionTimestamp) continue;
-    ledger.throwIfAborted();
-    const now = Date.now();
     const container = pod.status?.containerStatuses?.find((status) => status.name === CONTAINER_NAME);
     const created = Math.max(
-      time(pod.metadata?.annotations?.[ANNOTATIONS.created]),
-      time(pod.metadata?.creationTimestamp),
+      timeOf(pod.metadata?.annotations?.[WS_LABELS.created]),
+      timeOf(pod.metadata?.creationTimestamp),
     );
-    const resource = (since: number): GcResource => ({
+    const idleSince = Math.max(created, timeOf(container?.state?.terminated?.finishedAt));
+    const target = { namespace, pod: name, container: CONTAINER_NAME };
+    const records = (signal?: AbortSignal): Promise<AttachedRecords> =>
+      readAttachedRecords(new K8sSandbox(context.exec, target), ATTACHED_DIR, STALE_RECORD_MS, signal);
+    const objects = objectsOf(context, name, workspaceId, owner);
+    const phase = pod.status?.phase;
+    const running = container?.state?.running;
+    yield {
       kind: 'pod',
       name: `${namespace}/${name}`,
       workspaceId,
       owner,
-      idleMs: Math.max(0, now - since),
-    });
-    let idle = resource(Math.max(created, time(container?.state?.terminated?.finishedAt)));
-    const target = { namespace, pod: name, container: CONTAINER_NAME };
-    const probe = (signal?: AbortSignal): Promise<AttachedRecords> =>
-      readAttachedRecords(new K8sSandbox(exec, target), ATTACHED_DIR, STALE_RECORD_MS, signal);
-    const objects = new WorkspaceObjects(core, namespace, name, workspaceId, {
-      image: '',
-      storageSize: '',
-      owner: owner ?? '',
-      timeoutMs: startWindowMs,
-    });
-    try {
-      const phase = pod.status?.phase;
-      if (phase === 'Pending' && idle.idleMs < startWindowMs) {
-        ledger.keep(idle, 'in-use');
-        continue;
-      }
-      if (phase === 'Running' && container?.state?.running) {
-        const records = await probe(checked.signal);
-        idle = resource(
-          Math.max(created, time(container.state.running.startedAt), records.lastTouchedAt ?? 0),
-        );
-        if (records.fresh) {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-      }
-      if (idle.idleMs < checked.olderThanMs) ledger.keep(idle, 'young');
-      else if (checked.dryRun) ledger.remove(idle);
-      else {
-        // Looked at again just before: a host may have opened it meanwhile, or a new Pod taken the name.
+      idleSince,
+      // A Pending Pod in its start window may be one a host is waiting for.
+      busy: phase === 'Pending' && Date.now() - idleSince < startWindowMs,
+      ...(phase === 'Running' && running
+        ? {
+            probe: async (signal?: AbortSignal): Promise<ReapProbe> => {
+              const found = await records(signal);
+              return {
+                inUse: found.fresh,
+                lastUsedAt: Math.max(timeOf(running.startedAt), found.lastTouchedAt ?? 0),
+              };
+            },
+          }
+        : {}),
+      // A host may have opened it meanwhile, or a new Pod taken the name.
+      takenMeanwhile: async (signal) => {
         const current = await objects.readPod('missing');
-        if (current && current.metadata?.uid !== pod.metadata?.uid) {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-        if (current?.status?.phase === 'Running' && (await probe()).fresh) {
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-        await objects.deletePod(checked.signal);
-        ledger.remove(idle);
+        if (current && current.metadata?.uid !== pod.metadata?.uid) return true;
+        return current?.status?.phase === 'Running' && (await records(signal)).fresh;
+      },
+      remove: async (signal) => {
+        await objects.deletePod(signal);
         // Its files were last used now: the PVC's idle time starts here.
         await objects.markClaimReleased().catch(() => false);
-      }
-    } catch (error) {
-      if (checked.signal?.aborted) ledger.throwIfAborted();
-      ledger.keep(idle, 'failed', translateK8sError(error, `reaping Pod ${name}`));
-    }
+      },
+    };
   }
-  for (const claim of claims) await reapClaim(ledger, core, namespace, claim, mounted, startWindowMs);
-  return ledger.report();
+}
+
+/**
+ * What the reaper decides about each listed PVC of a closed workspace: kept while a Pod mounts it
+ * (`mounted`, as the namespace was before any Pod went), else idle since its last release.
+ */
+function* claimCandidates(
+  context: ReapContext,
+  claims: readonly V1PersistentVolumeClaim[],
+  mounted: ReadonlySet<string>,
+): Generator<ReapCandidate> {
+  const { core, namespace } = context;
+  for (const claim of claims) {
+    const workspaceId = claim.metadata?.annotations?.[WS_LABELS.id];
+    const name = claim.metadata?.name;
+    if (!workspaceId || !name || !belongsTo(claim.metadata, workspaceId)) continue;
+    const owner = claim.metadata?.labels?.[WS_LABELS.owner];
+    if (context.owner !== undefined && owner !== context.owner) continue;
+    if (claim.metadata?.deletionTimestamp) continue;
+    const annotations = claim.metadata?.annotations ?? {};
+    // The last release when stamped, else the creation (a PVC whose first Pod never ran, say).
+    const created = Math.max(
+      timeOf(annotations[WS_LABELS.created]),
+      timeOf(claim.metadata?.creationTimestamp),
+    );
+    const released = timeOf(annotations[WS_LABELS.released]);
+    const objects = objectsOf(context, name, workspaceId, owner);
+    yield {
+      kind: 'pvc',
+      name: `${namespace}/${name}`,
+      workspaceId,
+      owner,
+      idleSince: released > 0 ? released : created,
+      busy: mounted.has(name),
+      // A host may have opened the workspace meanwhile.
+      takenMeanwhile: () => podExists(core, namespace, name),
+      remove: (signal) => objects.deleteClaim(signal),
+    };
+  }
 }
 
 /** The claims that Pods of the namespace mount (any Pod, this project's or not, running or not). */
@@ -192,57 +237,6 @@ async function mountedClaims(core: CoreV1Api, namespace: string): Promise<Set<st
     for (const volume of pod.spec?.volumes ?? [])
       if (volume.persistentVolumeClaim?.claimName) names.add(volume.persistentVolumeClaim.claimName);
   return names;
-}
-
-/** Removes one PVC of a closed workspace once unused for the age; keeps one a Pod mounts. */
-async function reapClaim(
-  ledger: GcLedger,
-  core: CoreV1Api,
-  namespace: string,
-  claim: V1PersistentVolumeClaim,
-  mounted: ReadonlySet<string>,
-  timeoutMs: number,
-): Promise<void> {
-  const { options } = ledger;
-  const workspaceId = claim.metadata?.annotations?.[ANNOTATIONS.id];
-  const name = claim.metadata?.name;
-  if (!workspaceId || !name || !belongsTo(claim.metadata, workspaceId)) return;
-  const owner = claim.metadata?.labels?.[LABELS.owner];
-  if (options.owner !== undefined && owner !== options.owner) return;
-  if (claim.metadata?.deletionTimestamp) return;
-  ledger.throwIfAborted();
-  const annotations = claim.metadata?.annotations ?? {};
-  // The last release when stamped, else the creation (a PVC whose first Pod never ran, say).
-  const created = Math.max(time(annotations[ANNOTATIONS.created]), time(claim.metadata?.creationTimestamp));
-  const released = time(annotations[ANNOTATIONS.released]);
-  const since = released > 0 ? released : created;
-  const resource: GcResource = {
-    kind: 'pvc',
-    name: `${namespace}/${name}`,
-    workspaceId,
-    owner,
-    idleMs: Math.max(0, Date.now() - since),
-  };
-  const objects = new WorkspaceObjects(core, namespace, name, workspaceId, {
-    image: '',
-    storageSize: '',
-    owner: owner ?? '',
-    timeoutMs,
-  });
-  try {
-    if (mounted.has(name)) ledger.keep(resource, 'in-use');
-    else if (resource.idleMs < options.olderThanMs) ledger.keep(resource, 'young');
-    else if (options.dryRun) ledger.remove(resource);
-    // Looked at again just before: a host may have opened the workspace meanwhile.
-    else if (await podExists(core, namespace, name)) ledger.keep(resource, 'in-use');
-    else {
-      await objects.deleteClaim(options.signal);
-      ledger.remove(resource);
-    }
-  } catch (error) {
-    if (options.signal?.aborted) ledger.throwIfAborted();
-    ledger.keep(resource, 'failed', translateK8sError(error, `reaping PersistentVolumeClaim ${name}`));
-  }
 }
 
 /** Whether a Pod of that name exists, whoever's it is. */

@@ -3,9 +3,12 @@ import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
 import { afterAll } from 'vitest';
-import { DEFAULT_K8S_IMAGE, K8sWorkspace, LABELS, workspaceSelector } from '../src/index.js';
+import { K8sWorkspace } from '../src/index.js';
+import { DEFAULT_K8S_IMAGE } from '../src/k8s-workspace.js';
+import { workspaceSelector } from '../src/names.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
@@ -33,7 +36,7 @@ const leftoversOn =
 async function removeOwned(kubeconfig: string | undefined, namespace: string, owner: string): Promise<void> {
   const core = coreOf(kubeconfig);
   if (!core) return;
-  const labelSelector = `${LABELS.owner}=${owner}`;
+  const labelSelector = `${WS_LABELS.owner}=${owner}`;
   const pods = await core.listNamespacedPod({ namespace, labelSelector });
   await Promise.all(
     pods.items.map((pod) =>

@@ -4,19 +4,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
 import { type GcReport, generateId, WorkspaceManager } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  ANNOTATIONS,
-  CONTAINER_NAME,
-  gcK8s,
-  K8sSandbox,
-  K8sWorkspace,
-  k8sWorkspaces,
-  LABELS,
-  MANAGED_BY,
-  objectName,
-  workspaceSelector,
-} from '../src/index.js';
+import { gcK8s, K8sWorkspace, k8sWorkspaces } from '../src/index.js';
+import { CONTAINER_NAME } from '../src/k8s-objects.js';
+import { K8sSandbox } from '../src/k8s-sandbox.js';
+import { MANAGED_BY, MANAGED_BY_LABEL, objectName, workspaceSelector } from '../src/names.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
 
 /** An attachment record of a process on another machine (machine id, pid, object). */
@@ -82,7 +75,7 @@ const removed = (report: GcReport, kind = 'pod') =>
 /** How long ago the workspace's PVC was stamped released (its `ws.released` annotation), or undefined. */
 async function releasedAgoMs(workspaceId: string): Promise<number | undefined> {
   const claim = await core!.readNamespacedPersistentVolumeClaim({ namespace, name: objectName(workspaceId) });
-  const stamp = claim.metadata?.annotations?.[ANNOTATIONS.released];
+  const stamp = claim.metadata?.annotations?.[WS_LABELS.released];
   return stamp === undefined ? undefined : Date.now() - Date.parse(stamp);
 }
 
@@ -94,7 +87,7 @@ async function releasedAgo(workspaceId: string, ms: number): Promise<void> {
     body: [
       {
         op: 'replace',
-        path: `/metadata/annotations/${ANNOTATIONS.released}`,
+        path: `/metadata/annotations/${WS_LABELS.released}`,
         value: new Date(Date.now() - ms).toISOString(),
       },
     ],
@@ -131,7 +124,7 @@ describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
     await core!.createNamespacedPod({
       namespace,
       body: {
-        metadata: { name: foreignName, labels: { [LABELS.owner]: owner, [LABELS.workspace]: 'true' } },
+        metadata: { name: foreignName, labels: { [WS_LABELS.owner]: owner, [WS_LABELS.workspace]: 'true' } },
         spec: { containers: [{ name: 'main', image, command: ['sleep', 'infinity'] }] },
       },
     });
@@ -243,7 +236,7 @@ describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
     await using live = new K8sWorkspace(claimOptions(liveId));
     await live.initialize();
     // Old, but without this project's marks: one the selector misses, one it finds without an id.
-    const unmarked = { [LABELS.owner]: claimOwner, [LABELS.workspace]: 'true' };
+    const unmarked = { [WS_LABELS.owner]: claimOwner, [WS_LABELS.workspace]: 'true' };
     const foreignNames = [`unlabelled-${run}`, `no-id-${run}`];
     for (const [index, name] of foreignNames.entries())
       await core!.createNamespacedPersistentVolumeClaim({
@@ -251,8 +244,8 @@ describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
         body: {
           metadata: {
             name,
-            labels: index === 0 ? unmarked : { ...unmarked, [LABELS.managedBy]: MANAGED_BY },
-            annotations: { [ANNOTATIONS.released]: '2000-01-01T00:00:00.000Z' },
+            labels: index === 0 ? unmarked : { ...unmarked, [MANAGED_BY_LABEL]: MANAGED_BY },
+            annotations: { [WS_LABELS.released]: '2000-01-01T00:00:00.000Z' },
           },
           spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
         },

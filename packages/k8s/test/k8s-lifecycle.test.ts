@@ -4,9 +4,11 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { generateId, isWsError } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
 import { afterAll, describe, expect, it } from 'vitest';
-import { K8sWorkspace, LABELS, objectName, workspaceSelector } from '../src/index.js';
+import { K8sWorkspace } from '../src/index.js';
+import { objectName, workspaceSelector } from '../src/names.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
 
 // What the Kubernetes backend promises beyond the conformance suite, through the unmodified
@@ -61,8 +63,8 @@ describe.skipIf(problem !== undefined)('K8sWorkspace on the emulator', () => {
     const name = objectName(workspaceId);
     expect(first.podName).toBe(name);
     const pod = await core!.readNamespacedPod({ name, namespace });
-    expect(pod.metadata?.labels?.[LABELS.owner]).toBe(owner);
-    expect(pod.metadata?.labels?.[LABELS.id]).toBe(workspaceId);
+    expect(pod.metadata?.labels?.[WS_LABELS.owner]).toBe(owner);
+    expect(pod.metadata?.labels?.[WS_LABELS.id]).toBe(workspaceId);
     expect(pod.spec?.automountServiceAccountToken).toBe(false);
     await first.close();
     expect(await objectsOf(workspaceId)).toEqual([`pvc/${name}`]);

@@ -19,14 +19,13 @@ export interface LocalGcOptions extends GcOptions {
  *   the report so far in `details.report`).
  */
 export async function gcLocal(options: LocalGcOptions): Promise<GcReport> {
-  const now = Date.now();
   const checked = checkGcOptions(options);
   if (checked.owner !== undefined)
     throw new WsError('INVALID_ARGUMENT', 'Local workspaces carry no owner tag: give roots, not an owner', {
       details: { owner: checked.owner },
     });
   const ledger = new GcLedger(checked);
-  await clearWriterLeftovers(ledger, checked.roots, now);
+  await clearWriterLeftovers(ledger, checked.roots);
   return ledger.report();
 }
 

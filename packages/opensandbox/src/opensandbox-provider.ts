@@ -6,20 +6,12 @@ import {
   type ProviderOpenOptions,
   type ProviderSession,
   throwIfAborted,
+  WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { translateOpenSandboxError } from './errors.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
-
-/** The metadata keys a workspace puts on its sandboxes, so they are found again and reaped. */
-export const METADATA = {
-  id: 'ws.workspace.id',
-  owner: 'ws.owner',
-  created: 'ws.created',
-  /** When the last workspace object let the sandbox go and paused it (ISO 8601). */
-  released: 'ws.released',
-} as const;
 
 /** The workdir inside an OpenSandbox sandbox (as AgentScope's). */
 export const OPENSANDBOX_WORKDIR = '/workspace';
@@ -170,7 +162,7 @@ export class OpenSandboxProvider implements Provider {
     try {
       infos = await listByMetadata(
         this.connection,
-        { [METADATA.id]: workspaceId, [METADATA.owner]: this.options.owner ?? 'ws' },
+        { [WS_LABELS.id]: workspaceId, [WS_LABELS.owner]: this.options.owner ?? 'ws' },
         LIVE_STATES,
       );
     } catch (error) {
@@ -306,9 +298,9 @@ export class OpenSandboxProvider implements Provider {
           // The id keys go last: they win over a user's value.
           metadata: {
             ...this.options.metadata,
-            [METADATA.id]: workspaceId,
-            [METADATA.owner]: this.options.owner ?? 'ws',
-            [METADATA.created]: new Date().toISOString(),
+            [WS_LABELS.id]: workspaceId,
+            [WS_LABELS.owner]: this.options.owner ?? 'ws',
+            [WS_LABELS.created]: new Date().toISOString(),
           },
           timeoutSeconds: timeoutMs === null ? null : Math.ceil(timeoutMs / 1000),
           readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
@@ -380,7 +372,7 @@ export class OpenSandboxProvider implements Provider {
     try {
       if (shared) return;
       // The reaper counts a paused sandbox's idle time from here (the listing does not say when it paused).
-      await sandbox.patchMetadata({ [METADATA.released]: new Date().toISOString() }).catch(() => {});
+      await sandbox.patchMetadata({ [WS_LABELS.released]: new Date().toISOString() }).catch(() => {});
       await sandbox.pause();
     } catch (error) {
       const translated = translateOpenSandboxError(error, `pausing sandbox ${sandbox.id}`);
@@ -422,7 +414,7 @@ export async function killOwnedSandboxes(
 ): Promise<string[]> {
   if (!owner) throw new WsError('INVALID_ARGUMENT', 'An owner tag is required');
   const config = connectionOf(connection);
-  const ids = (await listByMetadata(config, { [METADATA.owner]: owner }, undefined)).map((info) => info.id);
+  const ids = (await listByMetadata(config, { [WS_LABELS.owner]: owner }, undefined)).map((info) => info.id);
   const manager = SandboxManager.create({ connectionConfig: config });
   try {
     await Promise.all(ids.map((id) => manager.killSandbox(id).catch(() => {})));

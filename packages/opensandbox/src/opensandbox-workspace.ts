@@ -1,7 +1,7 @@
 import type { ConnectionConfig } from '@alibaba-group/opensandbox';
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
 import {
   DEFAULT_OPENSANDBOX_IMAGE,
   DEFAULT_OPENSANDBOX_TIMEOUT_MS,
@@ -61,8 +61,6 @@ const OPENSANDBOX_KEYS = [
   'gateway',
 ] as const satisfies readonly (keyof OpenSandboxWorkspaceOptions)[];
 
-const RESERVED = /^ws\./;
-
 /**
  * A workspace in an OpenSandbox sandbox, through the official `@alibaba-group/opensandbox` SDK. The
  * sandbox carries the workspace id in its metadata (`ws.workspace.id`) and is found by it again,
@@ -94,13 +92,7 @@ export class OpenSandboxWorkspace extends WorkspaceEngine<OpenSandboxProvider> {
         'INVALID_ARGUMENT',
         `protocol must be "http" or "https", not ${String(options.protocol)}`,
       );
-    const reserved = Object.keys(options.metadata ?? {}).filter((key) => RESERVED.test(key));
-    if (reserved.length > 0)
-      throw new WsError(
-        'INVALID_ARGUMENT',
-        `Metadata keys starting with "ws." are the workspace's own: ${reserved.join(', ')}`,
-        { details: { keys: reserved } },
-      );
+    checkUserLabels(options.metadata, 'Metadata');
     super({
       ...engineOptions(options),
       provider: new OpenSandboxProvider({

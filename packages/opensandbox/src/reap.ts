@@ -3,16 +3,19 @@ import { type GcOptions, type GcReport, WsError } from '@ws/core';
 import {
   checkGcOptions,
   GcLedger,
-  type GcResource,
+  type ReapCandidate,
   type Reaper,
+  type ReapProbe,
   readAttachedRecords,
+  reapCandidates,
+  timeOf,
+  WS_LABELS,
 } from '@ws/core/backend';
 import { translateOpenSandboxError } from './errors.js';
 import {
   ATTACHED_DIR,
   connectionOf,
   DEFAULT_OPENSANDBOX_TIMEOUT_MS,
-  METADATA,
   OPENSANDBOX_WORKDIR,
   type OpenSandboxProviderOptions,
 } from './opensandbox-provider.js';
@@ -34,9 +37,6 @@ export interface OpenSandboxGcOptions
 
 // States in which a sandbox still holds files and can be reaped; the others are on their way out.
 const REAPABLE = ['Running', 'Paused'];
-
-const time = (value: string | Date | undefined): number =>
-  value instanceof Date ? value.getTime() : Date.parse(value ?? '') || 0;
 
 /**
  * Reaps sandboxes that OpenSandbox workspaces left behind: those carrying this project's metadata
@@ -63,63 +63,50 @@ export async function gcOpenSandbox(options: OpenSandboxGcOptions): Promise<GcRe
   const manager = SandboxManager.create({ connectionConfig: connection });
   try {
     const found = await list(manager, checked.owner);
-    for (const info of found) {
-      ledger.throwIfAborted();
-      const now = Date.now();
-      const metadata = info.metadata ?? {};
-      const created = Math.max(time(metadata[METADATA.created]), time(info.createdAt));
-      const resource = (since: number): GcResource => ({
-        kind: 'sandbox',
-        name: info.id,
-        workspaceId: metadata[METADATA.id],
-        owner: metadata[METADATA.owner],
-        idleMs: Math.max(0, now - since),
-      });
-      const state = info.status.state;
-      let idle = resource(
-        state === 'Paused' ? Math.max(created, time(metadata[METADATA.released])) : created,
-      );
-      try {
-        if (!REAPABLE.includes(state)) {
-          // Starting, pausing or resuming: someone is working on it now.
-          ledger.keep(idle, 'in-use');
-          continue;
-        }
-        if (state === 'Running') {
-          const records = await probe(info.id, connection, staleMs, checked.signal);
-          idle = resource(Math.max(created, records.lastTouchedAt ?? 0));
-          if (records.fresh) {
-            ledger.keep(idle, 'in-use');
-            continue;
-          }
-        }
-        if (idle.idleMs < checked.olderThanMs) ledger.keep(idle, 'young');
-        else if (checked.dryRun) ledger.remove(idle);
-        else {
-          // Looked at again just before: a host may have resumed it while the others were examined.
-          const current = (await manager.getSandboxInfo(info.id)).status.state;
-          if (
-            current !== state ||
-            (current === 'Running' && (await probe(info.id, connection, staleMs)).fresh)
-          ) {
-            ledger.keep(idle, 'in-use');
-            continue;
-          }
-          await manager.killSandbox(info.id);
-          ledger.remove(idle);
-        }
-      } catch (error) {
-        if (checked.signal?.aborted) ledger.throwIfAborted();
-        const translated = translateOpenSandboxError(error, `reaping sandbox ${info.id}`);
-        // Killed by someone else meanwhile: nothing left to reap.
-        if (translated.details?.lost) continue;
-        ledger.keep(idle, 'failed', translated);
-      }
-    }
+    await reapCandidates(
+      ledger,
+      found.map((info) => candidate(manager, info, connection, staleMs)),
+      translateOpenSandboxError,
+    );
   } finally {
     await manager.close().catch(() => {});
   }
   return ledger.report();
+}
+
+/** What the reaper decides about one listed sandbox. */
+function candidate(
+  manager: SandboxManager,
+  info: SandboxInfo,
+  connection: ReturnType<typeof connectionOf>,
+  staleMs: number,
+): ReapCandidate {
+  const metadata = info.metadata ?? {};
+  const created = Math.max(timeOf(metadata[WS_LABELS.created]), timeOf(info.createdAt));
+  const state = info.status.state;
+  const probeRecords = async (signal?: AbortSignal): Promise<ReapProbe> => {
+    const records = await probe(info.id, connection, staleMs, signal);
+    return { inUse: records.fresh, lastUsedAt: records.lastTouchedAt };
+  };
+  return {
+    kind: 'sandbox',
+    name: info.id,
+    workspaceId: metadata[WS_LABELS.id],
+    owner: metadata[WS_LABELS.owner],
+    idleSince: state === 'Paused' ? Math.max(created, timeOf(metadata[WS_LABELS.released])) : created,
+    // Starting, pausing or resuming: someone is working on it now.
+    busy: !REAPABLE.includes(state),
+    ...(state === 'Running' ? { probe: probeRecords } : {}),
+    takenMeanwhile: async (signal) => {
+      const current = (await manager.getSandboxInfo(info.id)).status.state;
+      return current !== state || (current === 'Running' && (await probeRecords(signal)).inUse);
+    },
+    remove: () =>
+      manager.killSandbox(info.id).catch((error: unknown) => {
+        // Killed by someone else meanwhile: nothing left to reap.
+        if (!translateOpenSandboxError(error, 'killing').details?.lost) throw error;
+      }),
+  };
 }
 
 /** Every sandbox carrying this project's metadata (and the owner's tag, when given), in any state. */
@@ -128,14 +115,14 @@ async function list(manager: SandboxManager, owner: string | undefined): Promise
   try {
     for (let page = 1; ; page++) {
       const listed = await manager.listSandboxInfos({
-        ...(owner ? { metadata: { [METADATA.owner]: owner } } : {}),
+        ...(owner ? { metadata: { [WS_LABELS.owner]: owner } } : {}),
         page,
         pageSize: 100,
       });
       for (const info of listed.items) {
         // The filter is the server's; the check is ours: a sandbox without the marks is never touched.
-        if (!info.metadata?.[METADATA.id]) continue;
-        if (owner !== undefined && info.metadata[METADATA.owner] !== owner) continue;
+        if (!info.metadata?.[WS_LABELS.id]) continue;
+        if (owner !== undefined && info.metadata[WS_LABELS.owner] !== owner) continue;
         found.push(info);
       }
       if (!listed.pagination?.hasNextPage || listed.items.length === 0) return found;

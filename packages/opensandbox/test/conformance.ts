@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { ConnectionConfig, SandboxManager } from '@alibaba-group/opensandbox';
 import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
-import { killOwnedSandboxes, METADATA, OpenSandboxWorkspace } from '../src/index.js';
+import { killOwnedSandboxes, OpenSandboxWorkspace } from '../src/index.js';
 import { connection, emulatorProblem, faultProxy, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
@@ -18,11 +19,11 @@ const leftoversOn =
     const manager = SandboxManager.create({ connectionConfig: new ConnectionConfig(options ?? {}) });
     try {
       const listed = await manager.listSandboxInfos({
-        metadata: { [METADATA.id]: workspaceId },
+        metadata: { [WS_LABELS.id]: workspaceId },
         states: ['Running', 'Pending', 'Resuming'],
       });
       return listed.items
-        .filter((info) => info.metadata?.[METADATA.id] === workspaceId)
+        .filter((info) => info.metadata?.[WS_LABELS.id] === workspaceId)
         .map((info) => `sandbox ${info.id} (${info.status.state})`);
     } finally {
       await manager.close();

@@ -4,8 +4,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConnectionConfig, Sandbox, SandboxManager } from '@alibaba-group/opensandbox';
 import { type GcReport, generateId } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import { gcOpenSandbox, killOwnedSandboxes, METADATA, OpenSandboxWorkspace } from '../src/index.js';
+import { gcOpenSandbox, killOwnedSandboxes, OpenSandboxWorkspace } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 /** An attachment record of a process on another machine (machine id, pid, object). */
@@ -54,7 +55,7 @@ async function sandboxesOf(workspaceId: string): Promise<string[]> {
   try {
     for (let attempt = 0; ; attempt++) {
       const found = await manager.listSandboxInfos({
-        metadata: { [METADATA.id]: workspaceId },
+        metadata: { [WS_LABELS.id]: workspaceId },
         pageSize: 100,
       });
       const states = found.items
@@ -126,9 +127,9 @@ describe.skipIf(problem !== undefined)('gcOpenSandbox on the emulator', () => {
       image: emulated?.image as string,
       connectionConfig: config(),
       metadata: {
-        [METADATA.id]: strayId,
-        [METADATA.owner]: owner,
-        [METADATA.created]: new Date().toISOString(),
+        [WS_LABELS.id]: strayId,
+        [WS_LABELS.owner]: owner,
+        [WS_LABELS.created]: new Date().toISOString(),
       },
     });
     await stray.close();
@@ -139,7 +140,7 @@ describe.skipIf(problem !== undefined)('gcOpenSandbox on the emulator', () => {
     const foreign = await Sandbox.create({
       image: emulated?.image as string,
       connectionConfig: config(),
-      metadata: { [METADATA.owner]: owner },
+      metadata: { [WS_LABELS.owner]: owner },
     });
     await foreign.close();
     await using inUse = open(openId);

@@ -4,8 +4,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConnectionConfig, Sandbox, SandboxManager } from '@alibaba-group/opensandbox';
 import { generateId, isWsError } from '@ws/core';
+import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killOwnedSandboxes, METADATA, OpenSandboxWorkspace } from '../src/index.js';
+import { killOwnedSandboxes, OpenSandboxWorkspace } from '../src/index.js';
 import { connection, type EmulatorConnection, emulatorProblem, stopEmulator } from './emulator.js';
 
 // What the OpenSandbox backend promises beyond the conformance suite, through the unmodified SDK
@@ -31,7 +32,7 @@ async function sandboxesOf(workspaceId: string): Promise<[string, string][]> {
   const manager = SandboxManager.create({ connectionConfig: config() });
   try {
     const listed = await manager.listSandboxInfos({
-      metadata: { [METADATA.id]: workspaceId },
+      metadata: { [WS_LABELS.id]: workspaceId },
       states: ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming'],
     });
     return listed.items.map((info) => [info.id, info.status.state]);
@@ -122,7 +123,7 @@ setInterval(() => {}, 1000);`;
 
   it('takes the newest of several sandboxes carrying the id, and says so', async () => {
     const workspaceId = generateId();
-    const metadata = { [METADATA.id]: workspaceId, [METADATA.owner]: owner };
+    const metadata = { [WS_LABELS.id]: workspaceId, [WS_LABELS.owner]: owner };
     const older = await createRaw(metadata);
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     const newer = await createRaw(metadata);
@@ -137,8 +138,8 @@ setInterval(() => {}, 1000);`;
 
   it('never touches a sandbox that does not carry its id', async () => {
     const workspaceId = generateId();
-    const foreign = await createRaw({ [METADATA.owner]: owner });
-    const other = await createRaw({ [METADATA.id]: `${workspaceId}-other`, [METADATA.owner]: owner });
+    const foreign = await createRaw({ [WS_LABELS.owner]: owner });
+    const other = await createRaw({ [WS_LABELS.id]: `${workspaceId}-other`, [WS_LABELS.owner]: owner });
     const workspace = open(workspaceId);
     await workspace.initialize();
     expect([foreign.id, other.id]).not.toContain(workspace.sandboxId);

@@ -1,10 +1,11 @@
 import type { Dirent } from 'node:fs';
 import { lstat } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
-import { fromErrno, isWsError, WsError } from '../contracts/errors.js';
+import { fromErrno, WsError } from '../contracts/errors.js';
 import type { GcLedger } from '../manager/gc.js';
 import { HeldFolder } from './held-folder.js';
 import { processAlive } from './host-paths.js';
+import { reapCandidates } from './reap-loop.js';
 
 /**
  * What writers leave while they work and remove when they finish; found after a killed one. A pid in
@@ -46,11 +47,7 @@ function leftover(entry: Dirent): { pid: number | undefined } | undefined {
  *   error) for a root that cannot be read, `NOT_A_DIRECTORY` for a root that is not a folder, `ABORTED`
  *   when the ledger's signal fires (with the report so far in `details.report`).
  */
-export async function clearWriterLeftovers(
-  ledger: GcLedger,
-  roots: readonly string[],
-  now: number = Date.now(),
-): Promise<void> {
+export async function clearWriterLeftovers(ledger: GcLedger, roots: readonly string[]): Promise<void> {
   if (!Array.isArray(roots) || roots.some((root) => typeof root !== 'string' || root === ''))
     throw new WsError('INVALID_ARGUMENT', 'roots must be a list of host folders');
   const resolved = roots.map((root) => resolve(root));
@@ -61,7 +58,6 @@ export async function clearWriterLeftovers(
     if (!info.isDirectory())
       throw new WsError('NOT_A_DIRECTORY', `The root ${root} is not a folder`, { details: { path: root } });
   }
-  const { olderThanMs, dryRun } = ledger.options;
   // Each folder is held open while it is searched, and reached from its parent without following a
   // link: the sandbox may swap a folder for a link to the host's files at any moment.
   const search = async (folder: HeldFolder): Promise<void> => {
@@ -87,22 +83,20 @@ export async function clearWriterLeftovers(
       );
       // Gone meanwhile: its writer finished.
       if (modified === undefined) continue;
-      const resource = { kind: 'temporary-file', name: path, idleMs: Math.max(0, now - modified) } as const;
-      if (found.pid !== undefined && processAlive(found.pid)) ledger.keep(resource, 'in-use');
-      else if (resource.idleMs < olderThanMs) ledger.keep(resource, 'young');
-      else if (dryRun === true) ledger.remove(resource);
-      else {
-        try {
-          await folder.remove(entry.name);
-          ledger.remove(resource);
-        } catch (error) {
-          ledger.keep(
-            resource,
-            'failed',
-            isWsError(error) ? error : fromErrno(error, `Removing ${path} failed`, { path }),
-          );
-        }
-      }
+      await reapCandidates(ledger, [
+        {
+          kind: 'temporary-file',
+          name: path,
+          idleSince: modified,
+          ...(found.pid === undefined
+            ? {}
+            : { probe: async () => ({ inUse: processAlive(found.pid as number) }) }),
+          remove: () =>
+            folder.remove(entry.name).catch((error: unknown) => {
+              throw fromErrno(error, `Removing ${path} failed`, { path });
+            }),
+        },
+      ]);
     }
   };
   // A root inside another is searched as part of it.
