@@ -3,7 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireEngine } from '@ws/contract-tests';
 import { generateId, type ToolResult } from '@ws/core';
-import { CONTAINER_WORKDIR, DEFAULT_DOCKER_IMAGE, dockerProblem, removeOwnedContainers } from '@ws/docker';
+import { DEFAULT_DOCKER_IMAGE, dockerProblem, removeOwnedContainers } from '@ws/docker';
+
+/** The workdir inside a Docker workspace's container. */
+const CONTAINER_WORKDIR = '/workspace';
+
 import { afterAll, describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain ES module, the example as users run it.
 import { scriptedAiSdkModel } from '../src/ai-sdk.mjs';

@@ -6,13 +6,8 @@ import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  DEFAULT_DOCKER_IMAGE,
-  DockerWorkspace,
-  dockerProblem,
-  missingImageHint,
-  removeOwnedContainers,
-} from '../src/index.js';
+import { missingImageHint } from '../src/image-build.js';
+import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 const problem = requireEngine('docker', await dockerProblem(image));

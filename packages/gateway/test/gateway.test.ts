@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isWsError } from '@ws/core';
 import { GatewayClient, type GatewayLauncher, GatewayLink, GatewaySandbox, readText } from '@ws/core/gateway';
-import { LocalSandbox } from '@ws/local';
+import { LocalSandbox } from '@ws/local/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The built bundle itself, started as a host process on a unix socket: what every backend runs.

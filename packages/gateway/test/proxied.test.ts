@@ -12,7 +12,7 @@ import {
   type ProxiedEndpoint,
   sandboxGatewayLauncher,
 } from '@ws/core/gateway';
-import { LocalSandbox } from '@ws/local';
+import { LocalSandbox } from '@ws/local/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The built bundle listening on a loopback port, reached the way a vendor's reverse proxy reaches it:

@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isWsError, type SandboxProcess } from '@ws/core';
 import { GatewayLink, GatewaySandbox, sandboxGatewayLauncher } from '@ws/core/gateway';
-import { LocalSandbox } from '@ws/local';
+import { LocalSandbox } from '@ws/local/sandbox';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The built bundle, served over its own stdin and stdout (`--stdio`), through a process whose output
