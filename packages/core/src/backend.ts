@@ -75,7 +75,14 @@ export type { RetryOptions, RetryPolicy } from './backend/retry.js';
 export { DEFAULT_RETRY_ATTEMPTS, isRetryable, mayHaveRun, retryAfterMs, withRetry } from './backend/retry.js';
 export { ChunkQueue, collectBytes, TailBuffer } from './backend/streams.js';
 export { dropStrictNulls, strictJsonSchema } from './backend/strict-schema.js';
-export { fileErrorFromMessage, hasTimeoutAbort, isNetworkFailure } from './backend/vendor-errors.js';
+export type { VendorErrorClass, VendorErrorKind, VendorErrors } from './backend/vendor-errors.js';
+export {
+  fileErrorFromMessage,
+  hasTimeoutAbort,
+  isNetworkFailure,
+  responseHeader,
+  vendorErrorMapper,
+} from './backend/vendor-errors.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
 export { checkOptionKeys, engineOptions } from './contracts/workspace-options.js';
 export type { LayoutPaths } from './internal/layout.js';

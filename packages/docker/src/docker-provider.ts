@@ -29,6 +29,7 @@ import {
 import Docker from 'dockerode';
 import { othersAttached, recordAttachment } from './attachments.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
+import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 import { missingImageHint } from './image-build.js';
 
 /**
@@ -94,9 +95,6 @@ export function containerName(workspaceId: string): string {
   const cleaned = workspaceId.replace(/[^a-zA-Z0-9_.-]/g, '_').slice(0, 60);
   return `ws_${cleaned}_${hash}`;
 }
-
-type DockerError = Error & { statusCode?: number; json?: { message?: string } | null };
-const statusOf = (error: unknown) => (error as DockerError)?.statusCode;
 
 /**
  * Creates or re-attaches the workspace's container (by name, labelled with the id and an owner tag),
@@ -182,11 +180,7 @@ export class DockerProvider implements Provider {
     try {
       await this.docker.ping();
     } catch (error) {
-      throw new WsError(
-        'BACKEND_UNAVAILABLE',
-        `The Docker engine cannot be reached: ${(error as Error).message}`,
-        { cause: error },
-      );
+      throw engineUnreachable(error);
     }
     await this.detach();
     await privateHostDir(dirname(this.runtimeDir()));
@@ -344,10 +338,7 @@ export class DockerProvider implements Provider {
         return container;
       } catch (error) {
         if (error instanceof WsError) throw error;
-        if (statusOf(error) !== 404)
-          throw new WsError('BACKEND_ERROR', `Inspecting ${this.name} failed: ${(error as Error).message}`, {
-            cause: error,
-          });
+        if (statusOf(error) !== 404) throw translateDockerError(error, `inspecting ${this.name}`);
       }
       try {
         await this.create(shared);
@@ -463,9 +454,7 @@ export class DockerProvider implements Provider {
     if (!container || shared) return;
     await container.remove({ force: true }).catch((error: unknown) => {
       if (statusOf(error) !== 404 && statusOf(error) !== 409)
-        throw new WsError('BACKEND_ERROR', `Removing ${this.name} failed: ${(error as Error).message}`, {
-          cause: error,
-        });
+        throw translateDockerError(error, `removing ${this.name}`);
     });
     await rm(this.runtimeDir(), { recursive: true, force: true }).catch(() => {});
   }
@@ -476,9 +465,7 @@ export class DockerProvider implements Provider {
     const container = this.docker.getContainer(this.name);
     const info = await container.inspect().catch((error: unknown) => {
       if (statusOf(error) === 404) return undefined;
-      throw new WsError('BACKEND_ERROR', `Inspecting ${this.name} failed: ${(error as Error).message}`, {
-        cause: error,
-      });
+      throw translateDockerError(error, `inspecting ${this.name}`);
     });
     // Another workspace's or another owner's container, and the files beside it, are left alone.
     if (info) this.requireOwned(info);
@@ -489,11 +476,7 @@ export class DockerProvider implements Provider {
         .remove()
         .catch((error: unknown) => {
           if (statusOf(error) !== 404)
-            throw new WsError(
-              'BACKEND_ERROR',
-              `Removing the volume ${this.options.volume} failed: ${(error as Error).message}`,
-              { cause: error },
-            );
+            throw translateDockerError(error, `removing the volume ${this.options.volume}`);
         });
     }
     if (this.options.hostWorkdir !== undefined) {

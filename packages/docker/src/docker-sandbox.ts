@@ -34,6 +34,7 @@ import {
   throwIfAborted,
 } from '@ws/core/backend';
 import type Docker from 'dockerode';
+import { statusOf, translateDockerError } from './errors.js';
 import { firstTarEntry, type TarOwner, tarOneFile } from './tar.js';
 
 /** The workdir inside the container. */
@@ -65,13 +66,6 @@ const PID_WAIT_MS = 5_000;
 
 /** The directory flag of Go's file mode, as the archive API reports it. */
 const DIRECTORY_BIT = 0x80000000;
-
-type DockerError = Error & { statusCode?: number; json?: { message?: string } | null; reason?: string };
-
-function dockerMessage(error: unknown): string {
-  const typed = error as DockerError;
-  return typed?.json?.message ?? typed?.reason ?? typed?.message ?? String(error);
-}
 
 /**
  * A Docker container as a sandbox, through the Engine API: commands with `exec` (hijacked stream,
@@ -106,8 +100,7 @@ export class DockerSandbox implements Sandbox {
   /** Turns a Docker error into a WsError; a missing container is BACKEND_UNAVAILABLE, never NOT_FOUND. */
   async translate(error: unknown, what: string, path?: string): Promise<WsError> {
     if (error instanceof WsError) return error;
-    const status = (error as DockerError)?.statusCode;
-    const message = dockerMessage(error);
+    const status = statusOf(error);
     if (status === 404 || status === 409) {
       const state = await this.container.inspect().then(
         (info) => (info.State.Running ? 'running' : 'stopped'),
@@ -133,24 +126,7 @@ export class DockerSandbox implements Sandbox {
         );
       }
     }
-    if (/not a directory/i.test(message)) {
-      return new WsError('NOT_A_DIRECTORY', `${path ?? what}: a parent is not a directory`, {
-        cause: error,
-        details: { path },
-      });
-    }
-    if (
-      (error as NodeJS.ErrnoException)?.code === 'ECONNREFUSED' ||
-      (error as NodeJS.ErrnoException)?.code === 'ENOENT'
-    ) {
-      return new WsError('BACKEND_UNAVAILABLE', `The Docker engine cannot be reached: ${message}`, {
-        cause: error,
-      });
-    }
-    return new WsError('BACKEND_ERROR', `Docker ${what} failed: ${message}`, {
-      cause: error,
-      details: { path },
-    });
+    return translateDockerError(error, what, path);
   }
 
   /** Starts `argv` through the wrapper as an attached exec (stdout and stderr, stdin when asked). */
@@ -470,9 +446,9 @@ export class DockerSandbox implements Sandbox {
           })
         : undefined;
     } catch (error) {
-      if ((error as DockerError)?.statusCode === 404) return undefined;
+      if (statusOf(error) === 404) return undefined;
       // A HEAD answer has no body to say why; the usual cause is a parent that is a file.
-      if ((error as DockerError)?.statusCode === 500 && path !== '/') {
+      if (statusOf(error) === 500 && path !== '/') {
         const parent = await this.statHeader(posix.dirname(path)).catch(() => undefined);
         if (parent && !(parent.mode & DIRECTORY_BIT) && !parent.linkTarget) {
           throw new WsError('NOT_A_DIRECTORY', `${path}: ${posix.dirname(path)} is not a directory`, {

@@ -1,6 +1,6 @@
 import { readdir, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { type GcOptions, type GcReport, isWsError, WsError } from '@ws/core';
+import type { GcOptions, GcReport } from '@ws/core';
 import {
   checkGcOptions,
   fromErrno,
@@ -14,6 +14,7 @@ import {
 import Docker from 'dockerode';
 import { liveAttachments } from './attachments.js';
 import { dockerRuntimeDir } from './docker-provider.js';
+import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 
 /**
  * Force-removes every workspace container carrying the owner tag `owner` (the `owner` option of
@@ -33,9 +34,9 @@ export async function removeOwnedContainers(
       client
         .getContainer(info.Id)
         .remove({ force: true })
-        .catch((error: { statusCode?: number }) => {
+        .catch((error: unknown) => {
           // Another process may have removed it meanwhile.
-          if (error?.statusCode !== 404 && error?.statusCode !== 409) throw error;
+          if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
         }),
     ),
   );
@@ -49,15 +50,6 @@ export interface DockerGcOptions extends GcOptions {
   /** The `hostRuntimeDir` the workspaces were given, if any. */
   hostRuntimeDir?: string | undefined;
 }
-
-const statusOf = (error: unknown) => (error as { statusCode?: number })?.statusCode;
-
-const failure = (error: unknown, what: string): WsError =>
-  isWsError(error)
-    ? error
-    : new WsError('BACKEND_ERROR', `Removing ${what} failed: ${(error as Error)?.message ?? String(error)}`, {
-        cause: error,
-      });
 
 /** When the folder's attachment records last changed (an object attached or detached), in ms. */
 async function lastAttached(runtime: string): Promise<number> {
@@ -118,11 +110,7 @@ export async function gcDocker(options: DockerGcOptions): Promise<GcReport> {
   try {
     await docker.ping();
   } catch (error) {
-    throw new WsError(
-      'BACKEND_UNAVAILABLE',
-      `The Docker engine cannot be reached: ${(error as Error).message}`,
-      { cause: error },
-    );
+    throw engineUnreachable(error);
   }
   const found = await docker.listContainers({
     all: true,
@@ -155,13 +143,13 @@ export async function gcDocker(options: DockerGcOptions): Promise<GcReport> {
       takenMeanwhile: () => inUse(docker, container, runtime),
       remove: async () => {
         await container.remove({ force: true }).catch((error: unknown) => {
-          if (statusOf(error) !== 404) throw failure(error, name);
+          if (statusOf(error) !== 404) throw error;
         });
         if (runtime) await rm(runtime, { recursive: true, force: true }).catch(() => {});
       },
     });
   }
-  await reapCandidates(ledger, candidates);
+  await reapCandidates(ledger, candidates, translateDockerError);
   if (checked.owner === undefined) await reapHostLeftovers(ledger, claimed, now, checked.hostRuntimeDir);
   return ledger.report();
 }

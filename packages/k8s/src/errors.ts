@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
-import { isWsError, WsError } from '@ws/core';
-import { isNetworkFailure, retryAfterMs } from '@ws/core/backend';
+import type { WsError, WsErrorCode } from '@ws/core';
+import { responseHeader, retryAfterMs, type VendorErrorClass, vendorErrorMapper } from '@ws/core/backend';
 import { isRequestTimeout } from './api.js';
 
 /** What the API server said, from a `Status` body. */
@@ -34,53 +34,45 @@ export function httpCode(error: unknown): number | undefined {
   return statusOf(error)?.code;
 }
 
-function messageOf(error: unknown): string {
-  const status = statusOf(error);
-  if (status) return status.message ?? status.reason ?? `HTTP ${status.code}`;
-  return error instanceof Error ? error.message : String(error);
-}
-
 /**
- * The WsError for an error of the Kubernetes API: 401 and 403 are `PERMISSION_DENIED` (RBAC names
- * the verb and resource), 404 `NOT_FOUND`, 409 `CONFLICT`, 422 `INVALID_ARGUMENT`, a server or
- * network failure `BACKEND_UNAVAILABLE`. The `Status` reason is kept in `details.reason`.
+ * The WsError for an error of the Kubernetes API, `(error, what)`: 401 and 403 are
+ * `PERMISSION_DENIED` (RBAC names the verb and resource), 404 `NOT_FOUND`, 409 `CONFLICT`, 400 and
+ * 422 `INVALID_ARGUMENT`, a throttled, failing or unreachable server `BACKEND_UNAVAILABLE`. The HTTP
+ * status and the `Status` reason are kept in `details.httpCode` and `details.reason`.
  */
-export function translateK8sError(error: unknown, what: string): WsError {
-  if (isWsError(error)) return error;
-  const status = statusOf(error);
-  const message = messageOf(error);
-  const details = status ? { httpCode: status.code, reason: status.reason } : undefined;
-  const make = (code: ConstructorParameters<typeof WsError>[0], text: string) =>
-    new WsError(code, text, { cause: error, ...(details ? { details } : {}) });
-  if (status) {
-    if (status.code === 401 || status.code === 403)
-      return make('PERMISSION_DENIED', `Kubernetes refused ${what}: ${message}`);
-    if (status.code === 404) return make('NOT_FOUND', `Kubernetes: ${what}: ${message}`);
-    if (status.code === 409) return make('CONFLICT', `Kubernetes: ${what}: ${message}`);
-    if (status.code === 422 || status.code === 400)
-      return make('INVALID_ARGUMENT', `Kubernetes rejected ${what}: ${message}`);
-    // Refused without being done (the API server's priority and fairness, or a quota): safe to repeat.
-    if (status.code === 429) {
-      const raw = (error as ApiException<unknown>).headers;
-      const after = retryAfterMs(raw?.['retry-after'] ?? raw?.['Retry-After']);
-      return new WsError('BACKEND_UNAVAILABLE', `Kubernetes is throttling ${what}: ${message}`, {
-        cause: error,
-        details: { ...details, refused: true, ...(after !== undefined ? { retryAfterMs: after } : {}) },
-      });
+export const translateK8sError: (error: unknown, what: string) => WsError = vendorErrorMapper({
+  vendor: 'Kubernetes',
+  messageOf(error) {
+    const status = statusOf(error);
+    if (status) return status.message ?? status.reason ?? `HTTP ${status.code}`;
+    return error instanceof Error ? error.message : String(error);
+  },
+  classify(error, message, _path, what): VendorErrorClass | undefined {
+    const status = statusOf(error);
+    if (!status) {
+      // Given up after `requestTimeoutMs`: the API server may have done it.
+      if (isRequestTimeout(error)) return { kind: 'no-answer', details: { mayHaveRun: true } };
+      return undefined;
     }
-    if (status.code !== undefined && status.code >= 500)
-      return make('BACKEND_UNAVAILABLE', `Kubernetes could not serve ${what}: ${message}`);
-    return make('BACKEND_ERROR', `Kubernetes ${what} failed: ${message}`);
-  }
-  if (isRequestTimeout(error))
-    return new WsError(
-      'BACKEND_UNAVAILABLE',
-      `The Kubernetes API did not answer ${what} within the request time limit (requestTimeoutMs); it may have been done`,
-      { cause: error, details: { timedOut: true, mayHaveRun: true } },
-    );
-  if (isNetworkFailure(error, message))
-    return new WsError('BACKEND_UNAVAILABLE', `The Kubernetes API cannot be reached (${what}): ${message}`, {
-      cause: error,
-    });
-  return new WsError('BACKEND_ERROR', `Kubernetes ${what} failed: ${message}`, { cause: error });
-}
+    const details = { httpCode: status.code, reason: status.reason };
+    const said = (code: WsErrorCode, text: string): VendorErrorClass => ({ code, message: text, details });
+    const code = status.code ?? 0;
+    if (code === 401 || code === 403)
+      return said('PERMISSION_DENIED', `Kubernetes refused ${what}: ${message}`);
+    if (code === 404) return said('NOT_FOUND', `Kubernetes: ${what}: ${message}`);
+    if (code === 409) return said('CONFLICT', `Kubernetes: ${what}: ${message}`);
+    if (code === 422 || code === 400)
+      return said('INVALID_ARGUMENT', `Kubernetes rejected ${what}: ${message}`);
+    // Refused without being done (the API server's priority and fairness, or a quota): safe to repeat.
+    if (code === 429) {
+      const headers = (error as ApiException<unknown>).headers;
+      return {
+        kind: 'rate-limited',
+        retryAfterMs: retryAfterMs(responseHeader(headers, 'retry-after')),
+        details,
+      };
+    }
+    if (code >= 500) return { kind: 'failing', details };
+    return said('BACKEND_ERROR', `Kubernetes ${what} failed: ${message}`);
+  },
+});
