@@ -40,6 +40,8 @@ export type {
 export { GATEWAY_MUX_PATH, GATEWAY_MUX_UPGRADE, GATEWAY_PROTOCOL_VERSION } from './gateway/protocol.js';
 export type { RemoteGatewayOptions, RemoteGatewaySession } from './gateway/remote.js';
 export { openRemoteGateway } from './gateway/remote.js';
+export type { RemoteAttachmentOptions, RemoteDirectSandbox } from './gateway/remote-attachment.js';
+export { RemoteAttachment } from './gateway/remote-attachment.js';
 export type { GatewaySocketPlace, ProxiedEndpoint, SandboxGatewayOptions } from './gateway/start.js';
 export { STDIO_IDLE_EXIT_MS, STDIO_PING_MS, sandboxGatewayLauncher } from './gateway/start.js';
 export { normalizeMcpSpec } from './internal/mcp/spec.js';

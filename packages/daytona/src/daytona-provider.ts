@@ -1,7 +1,6 @@
 import type { Daytona, Sandbox } from '@daytonaio/sdk';
-import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import { type CallOptions, WsError } from '@ws/core';
 import {
-  Attachments,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -9,7 +8,7 @@ import {
   WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
-import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { RemoteAttachment } from '@ws/core/gateway';
 
 import { newClient } from './client.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
@@ -66,14 +65,8 @@ export class DaytonaProvider implements Provider {
   readonly mcp = true;
   readonly persistent = true;
   private daytona: Daytona | undefined;
-  private sandbox: Sandbox | undefined;
-  private direct: DaytonaSandbox | undefined;
-  /** The sandbox the session hands out (through the gateway when it runs). */
-  private session: WsSandbox | undefined;
-  private attachments: Attachments | undefined;
-  private link: GatewayLink | undefined;
-  private keepAlive: NodeJS.Timeout | undefined;
-  private bundleBytes: Promise<Uint8Array> | undefined;
+  /** This object's hold on the sandbox, while open. */
+  private attached: RemoteAttachment<Sandbox> | undefined;
   /** Milliseconds the last open took to find, start or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
@@ -81,12 +74,12 @@ export class DaytonaProvider implements Provider {
 
   /** The id of the sandbox the workspace is attached to, once it is. */
   get sandboxId(): string | undefined {
-    return this.sandbox?.id;
+    return this.attached?.vendor.id;
   }
 
   /** Milliseconds the gateway took to start, once it answered. */
   get gatewayStartMs(): number | undefined {
-    return this.link?.startedMs;
+    return this.attached?.gatewayStartMs;
   }
 
   private client(): Daytona {
@@ -119,39 +112,30 @@ export class DaytonaProvider implements Provider {
     const sandbox = usable[0]
       ? await readySandbox(usable[0], this.timeoutSeconds)
       : await this.create(daytona, workspaceId);
-    this.sandbox = sandbox;
     this.attachMs = performance.now() - began;
     const home = (await sandbox.getUserHomeDir().catch(() => undefined)) || '/home/daytona';
     const workdir = `${home}/workspace`;
-    const gatewayHome = `${home}/.ws`;
-    this.attachments = new Attachments(`${gatewayHome}/attached`, STALE_RECORD_MS / 1000);
-    this.startKeepAlive(sandbox);
     const direct = new DaytonaSandbox(sandbox, workdir, this.options.env ?? {});
-    this.direct = direct;
-    if (this.options.gateway === false) return this.attach({ sandbox: direct, workdir, warnings });
-    const { session, link } = await openRemoteGateway(
-      {
-        direct,
-        start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
-        home: gatewayHome,
-        workdir,
-        bundle: () => this.bundle(),
-        via: 'the toolbox',
-        noNodeWarning:
-          'The sandbox has no node 18 or newer: commands and files go through the toolbox directly (spawn is unavailable), and MCP servers cannot run',
-      },
-      options,
-      warnings,
-    );
-    this.link = link;
-    return this.attach(session);
-  }
-
-  /** Records this object among the sandbox's users. */
-  private async attach(session: ProviderSession): Promise<ProviderSession> {
-    this.session = session.sandbox;
-    await this.attachments?.touch(this.session);
-    return session;
+    this.attached = new RemoteAttachment({
+      vendor: sandbox,
+      direct,
+      workdir,
+      records: { folder: `${home}/.ws/attached`, staleSeconds: STALE_RECORD_MS / 1000 },
+      // Auto-stop counts idle time from the sandbox's last activity.
+      keepAlive: { everyMs: KEEPALIVE_MS, tick: (open) => open.refreshActivity() },
+      gateway:
+        this.options.gateway === false
+          ? false
+          : {
+              start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
+              home: `${home}/.ws`,
+              via: 'the toolbox',
+              noNodeWarning:
+                'The sandbox has no node 18 or newer: commands and files go through the toolbox directly (spawn is unavailable), and MCP servers cannot run',
+            },
+      assetUrl: import.meta.url,
+    });
+    return this.attached.open(options, warnings);
   }
 
   private async create(daytona: Daytona, workspaceId: string): Promise<Sandbox> {
@@ -199,24 +183,9 @@ export class DaytonaProvider implements Provider {
     return sandbox;
   }
 
-  /** Refreshes the sandbox's activity (auto-stop counts idle time from it) and this object's record. */
-  private startKeepAlive(sandbox: Sandbox): void {
-    this.keepAlive = setInterval(() => {
-      void sandbox.refreshActivity().catch(() => {});
-      void this.attachments?.touch(this.session).catch(() => {});
-    }, KEEPALIVE_MS);
-    this.keepAlive.unref();
-  }
-
-  /** The gateway bundle this package ships (read once). */
-  private bundle(): Promise<Uint8Array> {
-    this.bundleBytes ??= readGatewayAsset(import.meta.url);
-    return this.bundleBytes;
-  }
-
   /** True while the sandbox exists and is started (one stopped or deleted from outside is not). */
   async alive(): Promise<boolean> {
-    const sandbox = this.sandbox;
+    const sandbox = this.attached?.vendor;
     if (!sandbox || !this.daytona) return false;
     return this.daytona.get(sandbox.id).then(
       (info) => info.state === 'started',
@@ -229,18 +198,10 @@ export class DaytonaProvider implements Provider {
    * and stops the sandbox unless another workspace object still uses it: its files are kept.
    */
   async close(_options: CallOptions = {}): Promise<void> {
-    if (this.keepAlive) clearInterval(this.keepAlive);
-    this.keepAlive = undefined;
-    const shared = await (this.attachments?.release(this.session) ?? Promise.resolve(false));
-    this.session = undefined;
-    const sandbox = this.sandbox;
-    this.sandbox = undefined;
-    const link = this.link;
-    this.link = undefined;
-    const direct = this.direct;
-    this.direct = undefined;
-    await link?.stop().catch(() => {});
-    await direct?.killSpawned();
+    const attached = this.attached;
+    this.attached = undefined;
+    const shared = (await attached?.close()) ?? false;
+    const sandbox = attached?.vendor;
     try {
       if (!sandbox || shared) return;
       try {

@@ -1,6 +1,5 @@
-import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import { type CallOptions, WsError } from '@ws/core';
 import {
-  Attachments,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -8,7 +7,7 @@ import {
   WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
-import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { RemoteAttachment } from '@ws/core/gateway';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
 import { E2BSandbox } from './e2b-sandbox.js';
 import { translateE2BError } from './errors.js';
@@ -16,7 +15,7 @@ import { translateE2BError } from './errors.js';
 /** The workdir inside an E2B sandbox (as AgentScope's). */
 export const E2B_WORKDIR = '/home/user/workspace';
 const GATEWAY_HOME = '/home/user/.ws';
-/** Where each workspace object attached to a sandbox keeps its record (see {@link Attachments}). */
+/** Where each workspace object attached to a sandbox keeps its record (see `Attachments` in @ws/core/backend). */
 export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 /** E2B's default sandbox time limit (AgentScope's too). */
 export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
@@ -56,14 +55,8 @@ export class E2BProvider implements Provider {
   readonly isolation = 'vm' as const;
   readonly mcp = true;
   readonly persistent = true;
-  private sandbox: Sandbox | undefined;
-  private direct: E2BSandbox | undefined;
-  /** The sandbox the session hands out (through the gateway when it runs). */
-  private session: WsSandbox | undefined;
-  private attachments: Attachments | undefined;
-  private link: GatewayLink | undefined;
-  private keepAlive: NodeJS.Timeout | undefined;
-  private bundleBytes: Promise<Uint8Array> | undefined;
+  /** This object's hold on the sandbox, while open. */
+  private attached: RemoteAttachment<Sandbox> | undefined;
   /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
@@ -71,12 +64,12 @@ export class E2BProvider implements Provider {
 
   /** The id of the sandbox the workspace is attached to, once it is. */
   get sandboxId(): string | undefined {
-    return this.sandbox?.sandboxId;
+    return this.attached?.vendor.sandboxId;
   }
 
   /** Milliseconds the gateway took to start, once it answered. */
   get gatewayStartMs(): number | undefined {
-    return this.link?.startedMs;
+    return this.attached?.gatewayStartMs;
   }
 
   /** The SDK's connection options: only those given, so the SDK reads the rest from its environment. */
@@ -148,46 +141,32 @@ export class E2BProvider implements Provider {
     const sandbox = found[0]
       ? await this.connect(found[0].sandboxId, options.signal)
       : await this.create(workspaceId, options.signal);
-    this.sandbox = sandbox;
     this.attachMs = performance.now() - began;
-    this.startKeepAlive(sandbox);
+    const { timeoutMs, template, gateway } = this.options;
     const direct = new E2BSandbox(sandbox, E2B_WORKDIR, this.options.env ?? {});
-    this.direct = direct;
-    if (this.options.gateway === false)
-      return this.attach({ sandbox: direct, workdir: E2B_WORKDIR, warnings });
-    const { session, link } = await openRemoteGateway(
-      {
-        direct,
-        start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
-        home: GATEWAY_HOME,
-        workdir: E2B_WORKDIR,
-        bundle: () => this.bundle(),
-        via: 'envd',
-        noNodeWarning: `The template ${this.options.template} has no node 18 or newer: commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run`,
+    this.attached = new RemoteAttachment({
+      vendor: sandbox,
+      direct,
+      workdir: E2B_WORKDIR,
+      // A record older than the sandbox's time limit belongs to a host that went away.
+      records: { folder: ATTACHED_DIR, staleSeconds: Math.ceil(timeoutMs / 1000) },
+      // The sandbox's time limit is pushed back while the workspace is open.
+      keepAlive: {
+        everyMs: Math.max(5_000, Math.floor(timeoutMs / 3)),
+        tick: (open) => open.setTimeout(timeoutMs),
       },
-      options,
-      warnings,
-    );
-    this.link = link;
-    return this.attach(session);
-  }
-
-  /** Records this object among the sandbox's users (see {@link ATTACHED_DIR}). */
-  private async attach(session: ProviderSession): Promise<ProviderSession> {
-    this.session = session.sandbox;
-    // A record older than the sandbox's time limit belongs to a host that went away.
-    this.attachments = new Attachments(ATTACHED_DIR, Math.ceil(this.options.timeoutMs / 1000));
-    await this.touchAttachment();
-    return session;
-  }
-
-  private async touchAttachment(): Promise<void> {
-    await this.attachments?.touch(this.session);
-  }
-
-  /** Removes this object's record; true when another object's record is fresh. */
-  private async detach(): Promise<boolean> {
-    return (await this.attachments?.release(this.session)) ?? false;
+      gateway:
+        gateway === false
+          ? false
+          : {
+              start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
+              home: GATEWAY_HOME,
+              via: 'envd',
+              noNodeWarning: `The template ${template} has no node 18 or newer: commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run`,
+            },
+      assetUrl: import.meta.url,
+    });
+    return this.attached.open(options, warnings);
   }
 
   /** Connects to a sandbox (resuming a paused one): safe to send again. */
@@ -240,25 +219,9 @@ export class E2BProvider implements Provider {
     return sandbox;
   }
 
-  /** Pushes the sandbox's time limit back while the workspace is open; a host that dies stops doing so. */
-  private startKeepAlive(sandbox: Sandbox): void {
-    const every = Math.max(5_000, Math.floor(this.options.timeoutMs / 3));
-    this.keepAlive = setInterval(() => {
-      void sandbox.setTimeout(this.options.timeoutMs).catch(() => {});
-      void this.touchAttachment().catch(() => {});
-    }, every);
-    this.keepAlive.unref();
-  }
-
-  /** The gateway bundle this package ships (read once). */
-  private bundle(): Promise<Uint8Array> {
-    this.bundleBytes ??= readGatewayAsset(import.meta.url);
-    return this.bundleBytes;
-  }
-
   /** True while the sandbox exists and runs (a sandbox paused or killed from outside does not). */
   async alive(): Promise<boolean> {
-    const sandbox = this.sandbox;
+    const sandbox = this.attached?.vendor;
     if (!sandbox) return false;
     return Sandbox.getInfo(sandbox.sandboxId, this.connection()).then(
       (info) => info.state === 'running',
@@ -272,19 +235,10 @@ export class E2BProvider implements Provider {
    * kept and it costs nothing while paused.
    */
   async close(options: CallOptions = {}): Promise<void> {
-    if (this.keepAlive) clearInterval(this.keepAlive);
-    this.keepAlive = undefined;
-    const shared = await this.detach();
-    this.session = undefined;
-    const sandbox = this.sandbox;
-    this.sandbox = undefined;
-    const link = this.link;
-    this.link = undefined;
-    const direct = this.direct;
-    this.direct = undefined;
-    await link?.stop().catch(() => {});
-    await direct?.killSpawned();
-    if (!sandbox || shared) return;
+    const attached = this.attached;
+    this.attached = undefined;
+    if (!attached || (await attached.close())) return;
+    const sandbox = attached.vendor;
     // Pausing is safe to repeat: a service failing for a moment is asked again, twice, later.
     for (let attempt = 1; ; attempt++) {
       try {

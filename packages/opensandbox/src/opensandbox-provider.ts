@@ -1,7 +1,6 @@
 import { ConnectionConfig, Sandbox, type SandboxInfo, SandboxManager } from '@alibaba-group/opensandbox';
-import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import { type CallOptions, WsError } from '@ws/core';
 import {
-  Attachments,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -9,7 +8,7 @@ import {
   WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
-import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { RemoteAttachment } from '@ws/core/gateway';
 import { translateOpenSandboxError } from './errors.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 
@@ -25,7 +24,7 @@ const READY_TIMEOUT_SECONDS = 30;
 /** How long a sandbox that is pausing, resuming or starting may take to settle before it is used. */
 const SETTLE_TIMEOUT_MS = 60_000;
 
-/** Where each workspace object attached to a sandbox keeps its record (see {@link Attachments}). */
+/** Where each workspace object attached to a sandbox keeps its record (see `Attachments` in @ws/core/backend). */
 export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 
 /** The states in which a sandbox still holds the workspace's files. */
@@ -117,16 +116,10 @@ export class OpenSandboxProvider implements Provider {
   readonly mcp = true;
   readonly persistent = true;
   private readonly connection: ConnectionConfig;
-  private sandbox: Sandbox | undefined;
-  private direct: OpenSandboxSandbox | undefined;
-  private link: GatewayLink | undefined;
-  private keepAlive: NodeJS.Timeout | undefined;
-  /** The sandbox the session hands out (through the gateway when it runs). */
-  private session: WsSandbox | undefined;
+  /** This object's hold on the sandbox, while open. */
+  private attached: RemoteAttachment<Sandbox> | undefined;
   /** How often the sandbox's time limit is renewed and this object's record touched. */
   private readonly keepAliveMs: number;
-  private readonly attachments: Attachments;
-  private bundleBytes: Promise<Uint8Array> | undefined;
   /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
@@ -134,18 +127,16 @@ export class OpenSandboxProvider implements Provider {
     this.connection = connectionOf(options);
     const { timeoutMs } = options;
     this.keepAliveMs = timeoutMs === null ? 60_000 : Math.max(5_000, Math.floor(timeoutMs / 3));
-    // A record not touched for three rounds belongs to a host that went away.
-    this.attachments = new Attachments(ATTACHED_DIR, Math.ceil((3 * this.keepAliveMs) / 1000));
   }
 
   /** The id of the sandbox the workspace is attached to, once it is. */
   get sandboxId(): string | undefined {
-    return this.sandbox?.id;
+    return this.attached?.vendor.id;
   }
 
   /** Milliseconds the gateway took to start, once it answered. */
   get gatewayStartMs(): number | undefined {
-    return this.link?.startedMs;
+    return this.attached?.gatewayStartMs;
   }
 
   /**
@@ -188,44 +179,43 @@ export class OpenSandboxProvider implements Provider {
     const sandbox = found[0]
       ? await this.attachTo(found[0].sandboxId, options.signal)
       : await this.create(workspaceId, options.signal);
-    this.sandbox = sandbox;
     this.attachMs = performance.now() - began;
-    this.startKeepAlive(sandbox);
+    const { timeoutMs, image, gateway } = this.options;
     const direct = new OpenSandboxSandbox(sandbox, OPENSANDBOX_WORKDIR, this.options.env ?? {});
-    this.direct = direct;
-    await this.ensureWorkdir(direct, options.signal);
-    if (this.options.gateway === false)
-      return this.attach({ sandbox: direct, workdir: OPENSANDBOX_WORKDIR, warnings });
-    const { session, link } = await openRemoteGateway(
-      {
-        direct,
-        start: (argv) => direct.spawn(argv, { cwd: '/' }),
-        home: GATEWAY_HOME,
-        workdir: OPENSANDBOX_WORKDIR,
-        bundle: () => this.bundle(),
-        via: 'execd',
-        // execd's reverse proxy to a port inside the sandbox, with the headers execd wants.
-        endpoint: async (port) => {
-          const endpoint = await sandbox.getEndpoint(port);
-          return {
-            url: `${this.connection.protocol}://${endpoint.endpoint}`,
-            headers: { ...this.connection.headers, ...endpoint.headers },
-          };
+    this.attached = new RemoteAttachment({
+      vendor: sandbox,
+      direct,
+      workdir: OPENSANDBOX_WORKDIR,
+      // A record not touched for three rounds belongs to a host that went away.
+      records: { folder: ATTACHED_DIR, staleSeconds: Math.ceil((3 * this.keepAliveMs) / 1000) },
+      // The sandbox's time limit is pushed back while the workspace is open.
+      keepAlive: {
+        everyMs: this.keepAliveMs,
+        tick: async (open) => {
+          if (timeoutMs !== null) await open.renew(Math.ceil(timeoutMs / 1000));
         },
-        noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run`,
       },
-      options,
-      warnings,
-    );
-    this.link = link;
-    return this.attach(session);
-  }
-
-  /** Records this object among the sandbox's users (see {@link ATTACHED_DIR}). */
-  private async attach(session: ProviderSession): Promise<ProviderSession> {
-    this.session = session.sandbox;
-    await this.attachments.touch(this.session);
-    return session;
+      gateway:
+        gateway === false
+          ? false
+          : {
+              start: (argv) => direct.spawn(argv, { cwd: '/' }),
+              home: GATEWAY_HOME,
+              via: 'execd',
+              // execd's reverse proxy to a port inside the sandbox, with the headers execd wants.
+              endpoint: async (port) => {
+                const endpoint = await sandbox.getEndpoint(port);
+                return {
+                  url: `${this.connection.protocol}://${endpoint.endpoint}`,
+                  headers: { ...this.connection.headers, ...endpoint.headers },
+                };
+              },
+              noNodeWarning: `The image ${image} has no node 18 or newer: commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run`,
+            },
+      assetUrl: import.meta.url,
+    });
+    await this.ensureWorkdir(direct, options.signal);
+    return this.attached.open(options, warnings);
   }
 
   private async ensureWorkdir(direct: OpenSandboxSandbox, signal: AbortSignal | undefined): Promise<void> {
@@ -323,25 +313,9 @@ export class OpenSandboxProvider implements Provider {
     return sandbox;
   }
 
-  /** Pushes the sandbox's time limit back while the workspace is open; a host that dies stops doing so. */
-  private startKeepAlive(sandbox: Sandbox): void {
-    const { timeoutMs } = this.options;
-    this.keepAlive = setInterval(() => {
-      if (timeoutMs !== null) void sandbox.renew(Math.ceil(timeoutMs / 1000)).catch(() => {});
-      void this.attachments.touch(this.session).catch(() => {});
-    }, this.keepAliveMs);
-    this.keepAlive.unref();
-  }
-
-  /** The gateway bundle this package ships (read once). */
-  private bundle(): Promise<Uint8Array> {
-    this.bundleBytes ??= readGatewayAsset(import.meta.url);
-    return this.bundleBytes;
-  }
-
   /** True while the sandbox exists and runs (a sandbox paused or killed from outside does not). */
   async alive(): Promise<boolean> {
-    const sandbox = this.sandbox;
+    const sandbox = this.attached?.vendor;
     if (!sandbox) return false;
     return sandbox.getInfo().then(
       (info) => info.status.state === 'Running',
@@ -354,21 +328,13 @@ export class OpenSandboxProvider implements Provider {
    * spawned, and pauses the sandbox: its files are kept and nothing runs in it.
    */
   async close(_options: CallOptions = {}): Promise<void> {
-    if (this.keepAlive) clearInterval(this.keepAlive);
-    this.keepAlive = undefined;
-    const sandbox = this.sandbox;
-    this.sandbox = undefined;
-    const link = this.link;
-    this.link = undefined;
-    const direct = this.direct;
-    this.direct = undefined;
-    // Another workspace object (of this process or another host) may still work in it.
-    const shared = await this.attachments.release(this.session);
-    this.session = undefined;
-    // Nothing of this object's may still be starting in the sandbox when it pauses.
-    await link?.stop().catch(() => {});
-    await direct?.killSpawned();
-    if (!sandbox) return;
+    const attached = this.attached;
+    this.attached = undefined;
+    if (!attached) return;
+    const sandbox = attached.vendor;
+    // Another workspace object (of this process or another host) may still work in it; nothing of
+    // this object's may still be starting in the sandbox when it pauses.
+    const shared = await attached.close();
     try {
       if (shared) return;
       // The reaper counts a paused sandbox's idle time from here (the listing does not say when it paused).
