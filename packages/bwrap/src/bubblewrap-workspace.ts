@@ -51,7 +51,10 @@ const BWRAP_KEYS = [
  * endpoints (169.254.169.254). The gateway's token protects only the gateway.
  */
 export class BubblewrapWorkspace extends WorkspaceEngine<BwrapProvider> {
-  /** @throws WsError `INVALID_ARGUMENT` for an unknown option or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option or an unsafe workspace id.
+   */
   constructor(options: BubblewrapWorkspaceOptions = {}) {
     checkOptionKeys('BubblewrapWorkspace', options, BWRAP_KEYS);
     super({

@@ -192,6 +192,12 @@ export class BwrapSandbox implements Sandbox {
   };
   private readonly groups = new ProcessGroups();
 
+  /**
+   * A sandbox over host folders; does no I/O.
+   * @param mounts The host folders bound into it.
+   * @param env The environment of its commands.
+   * @param bwrap The bubblewrap binary to run. Default: `bwrap` on the PATH.
+   */
   constructor(
     private readonly mounts: BwrapMounts,
     private readonly env: Readonly<Record<string, string>>,

@@ -3,8 +3,11 @@ import { translateDaytonaError } from './errors.js';
 
 /** How to reach Daytona: each field defaults to the SDK's environment (`DAYTONA_API_KEY`, …). */
 export interface DaytonaConnection {
+  /** The Daytona API key. Default: `DAYTONA_API_KEY`. */
   apiKey?: string | undefined;
+  /** The Daytona API's URL. Default: `DAYTONA_API_URL`, else Daytona's own service. */
   apiUrl?: string | undefined;
+  /** The target (region) sandboxes are created in. Default: `DAYTONA_TARGET`, else the SDK's. */
   target?: string | undefined;
   /** The time limit of one request to Daytona, in milliseconds (the SDK's `requestTimeoutMs`); default: none. */
   requestTimeoutMs?: number | undefined;

@@ -69,7 +69,10 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
  * in-sandbox gateway, reached over one long-lived session command's input and log stream.
  */
 export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
-  /** @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a `ws.` label or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a `ws.` label or an unsafe workspace id.
+   */
   constructor(options: DaytonaWorkspaceOptions = {}) {
     checkOptionKeys('DaytonaWorkspace', options, DAYTONA_KEYS);
     const timeoutMs = options.timeoutMs ?? DEFAULT_DAYTONA_TIMEOUT_MS;

@@ -89,7 +89,10 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
     return ensureDockerImage(options);
   }
 
-  /** @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`) or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`) or an unsafe workspace id.
+   */
   constructor(options: DockerWorkspaceOptions = {}) {
     checkOptionKeys('DockerWorkspace', options, DOCKER_KEYS);
     super({

@@ -54,7 +54,10 @@ const E2B_KEYS = [
  * through the in-sandbox gateway, reached over one long-lived process's stdin and stdout.
  */
 export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
-  /** @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id.
+   */
   constructor(options: E2BWorkspaceOptions = {}) {
     checkOptionKeys('E2BWorkspace', options, E2B_KEYS);
     const timeoutMs = options.timeoutMs ?? DEFAULT_E2B_TIMEOUT_MS;

@@ -125,7 +125,10 @@ function checkOptions(options: K8sWorkspaceOptions): void {
  * through the in-Pod gateway, reached over one exec's stdin and stdout.
  */
 export class K8sWorkspace extends WorkspaceEngine<K8sProvider> {
-  /** @throws WsError `INVALID_ARGUMENT` for an unknown or malformed option or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown or malformed option or an unsafe workspace id.
+   */
   constructor(options: K8sWorkspaceOptions = {}) {
     checkOptionKeys('K8sWorkspace', options, K8S_KEYS);
     checkOptions(options);

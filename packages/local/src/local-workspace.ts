@@ -30,7 +30,10 @@ const LOCAL_KEYS = [
  * ```
  */
 export class LocalWorkspace extends WorkspaceEngine<LocalProvider> {
-  /** @throws WsError `INVALID_ARGUMENT` for a missing `hostWorkdir`, an unknown option or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for a missing `hostWorkdir`, an unknown option or an unsafe workspace id.
+   */
   constructor(options: LocalWorkspaceOptions) {
     checkOptionKeys('LocalWorkspace', options, LOCAL_KEYS);
     if (typeof options?.hostWorkdir !== 'string' || options.hostWorkdir.length === 0) {

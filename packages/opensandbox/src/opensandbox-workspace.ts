@@ -68,7 +68,10 @@ const OPENSANDBOX_KEYS = [
  * through the in-sandbox gateway, reached over one long-lived command's streams.
  */
 export class OpenSandboxWorkspace extends WorkspaceEngine<OpenSandboxProvider> {
-  /** @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id.
+   */
   constructor(options: OpenSandboxWorkspaceOptions = {}) {
     checkOptionKeys('OpenSandboxWorkspace', options, OPENSANDBOX_KEYS);
     const timeoutMs = options.timeoutMs === undefined ? DEFAULT_OPENSANDBOX_TIMEOUT_MS : options.timeoutMs;

@@ -58,6 +58,11 @@ export class Attachments {
   /** This object's file name: this machine, this process, this object. */
   private readonly name = `${MACHINE}-${process.pid}-${randomUUID().slice(0, 8)}`;
 
+  /**
+   * Names this object's record; does no I/O.
+   * @param folder Where the records live inside the sandbox.
+   * @param staleSeconds After how long untouched a record belongs to a host that went away.
+   */
   constructor(
     private readonly folder: string,
     private readonly staleSeconds: number,

@@ -62,7 +62,10 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   private seedWarnings: string[] = [];
   private sessionWarnings: readonly string[] = [];
 
-  /** @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec. */
+  /**
+   * Checks the options and does no I/O: the workspace starts at `initialize()`.
+   * @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec.
+   */
   constructor(options: WorkspaceEngineOptions<P>) {
     this.provider = options.provider;
     this.id =
@@ -356,6 +359,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     return this.requireSandbox();
   }
 
+  /** `close()`, for `await using`. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }

@@ -16,11 +16,17 @@ export function encodeUtf8(text: string): Uint8Array {
 
 /** The fields a backend supplies to build an {@link ExecResult}. */
 export interface ExecResultInit {
+  /** The command's exit code (`-1` when it never ended on its own). */
   exitCode: number;
+  /** What it wrote to standard output, as bytes. Default: nothing. */
   stdout?: Uint8Array;
+  /** What it wrote to standard error, as bytes. Default: nothing. */
   stderr?: Uint8Array;
+  /** True when it was stopped at its time limit. Default: false. */
   timedOut?: boolean;
+  /** True when its output was cut at the output limit. Default: false. */
   truncated?: boolean;
+  /** The signal that ended it (`SIGKILL`), when one did. */
   signal?: string | undefined;
 }
 
@@ -59,6 +65,7 @@ export class OutputCollector {
   private kept = 0;
   private dropped = 0;
 
+  /** An empty collector. @param limit The bytes kept; what comes after is counted and dropped. */
   constructor(private readonly limit: number) {}
 
   /** Adds a chunk; the part past the limit is dropped (and counted). */

@@ -37,13 +37,21 @@ export {
 
 /** Options of {@link runHostCommand}. `cwd` and `env` are final: nothing is resolved or merged here. */
 export interface HostCommandOptions {
+  /** The host folder the command runs in. */
   cwd: string;
+  /** The command's whole environment (nothing of this process's is added). */
   env: NodeJS.ProcessEnv;
+  /** What the command reads on standard input. Default: nothing (closed). */
   stdin?: ExecInput | undefined;
+  /** Stops the command's process group after this many ms; the result says `timedOut`. */
   timeoutMs?: number | undefined;
+  /** Stops the command's process group when it fires; the call rejects with `ABORTED`. */
   signal?: AbortSignal | undefined;
+  /** Receives standard output as it arrives. */
   onStdout?: OutputListener | undefined;
+  /** Receives standard error as it arrives. */
   onStderr?: OutputListener | undefined;
+  /** Keeps at most this many bytes of each stream; the rest is counted and dropped (`truncated`). */
   maxOutputBytes?: number | undefined;
   /** Time between SIGTERM and SIGKILL when a command is stopped. Default 2 000 ms. */
   killGraceMs?: number | undefined;
@@ -256,10 +264,15 @@ async function spawnFailure(command: string, cwd: string, error: NodeJS.ErrnoExc
 
 /** Options of {@link spawnHostProcess}. */
 export interface HostSpawnOptions {
+  /** The host folder the process runs in. */
   cwd: string;
+  /** The process's whole environment (nothing of this process's is added). */
   env: NodeJS.ProcessEnv;
+  /** Stops the process group when it fires. */
   signal?: AbortSignal | undefined;
+  /** Time between SIGTERM and SIGKILL when the process is stopped. Default 2 000 ms. */
   killGraceMs?: number | undefined;
+  /** Called with the child once it started, so an owner can kill it at shutdown. */
   track?: ((group: ProcessGroup) => () => void) | undefined;
   /** The wrapper argv[0] is (bubblewrap), when what it starts leaves the process group. */
   wrapper?: HostLaunchWrapper | undefined;

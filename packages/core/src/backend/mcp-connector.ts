@@ -3,10 +3,15 @@ import type { JsonSchema, ToolResult } from '../contracts/tool.js';
 
 /** A tool as an MCP server lists it. */
 export interface McpToolInfo {
+  /** The tool's name on its server. */
   readonly name: string;
+  /** A display name, when the server gives one. */
   readonly title?: string;
+  /** What the tool does, as the server says. */
   readonly description?: string;
+  /** The JSON Schema of its input. */
   readonly inputSchema?: JsonSchema;
+  /** The server's hints about the tool (MCP tool annotations). */
   readonly annotations?: {
     readonly title?: string;
     readonly readOnlyHint?: boolean;
@@ -20,6 +25,7 @@ export interface McpToolInfo {
 export interface McpCallOptions {
   /** This call's own time limit in milliseconds; none when undefined. */
   timeoutMs?: number | undefined;
+  /** Cancels the call when it fires. */
   signal?: AbortSignal | undefined;
 }
 
@@ -38,7 +44,9 @@ export interface McpSession {
 
 /** The (agent, session) pair a connection belongs to; `''` is the shared scope. */
 export interface McpScopeKey {
+  /** The agent the connection serves. */
   readonly agentId: string;
+  /** The agent's session the connection serves. */
   readonly sessionId: string;
 }
 

@@ -31,7 +31,9 @@ export interface Provider {
   readonly description: string;
   /** The workdir as known before `open` (some backends learn it only then). */
   readonly expectedWorkdir: string | undefined;
+  /** Whether the files outlive `close()` (a re-open of the id finds them). */
   readonly persistent: boolean;
+  /** What stands between the agent's commands and the host. */
   readonly isolation: IsolationLevel;
   /** Whether this backend can run MCP servers (before `open`; the session's `mcp` is the final word). */
   readonly mcp: boolean;

@@ -22,6 +22,7 @@ export interface RetryOptions extends RetryPolicy {
   readonly signal?: AbortSignal;
 }
 
+/** How many times {@link withRetry} tries a call in all, unless told otherwise. */
 export const DEFAULT_RETRY_ATTEMPTS = 4;
 const DEFAULT_BASE_DELAY_MS = 250;
 const DEFAULT_MAX_DELAY_MS = 5_000;

@@ -12,6 +12,7 @@ export class ChunkQueue {
   private wakeConsumer: (() => void) | undefined;
   private readonly waitingProducers: (() => void)[] = [];
 
+  /** An empty queue. @param highWaterMark Bytes buffered before the producer is asked to wait. */
   constructor(private readonly highWaterMark = 1024 * 1024) {}
 
   /** Adds a chunk; resolves when the consumer has caught up below the high-water mark. */
@@ -122,8 +123,10 @@ export class TailBuffer {
   private chunks: Buffer[] = [];
   private size = 0;
 
+  /** An empty buffer. @param limit The bytes kept (the last ones). */
   constructor(private readonly limit = 4_096) {}
 
+  /** Adds bytes, dropping the oldest beyond the limit. */
   push(chunk: Uint8Array): void {
     this.chunks.push(Buffer.from(chunk));
     this.size += chunk.byteLength;

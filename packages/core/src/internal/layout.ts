@@ -18,11 +18,17 @@ export const LAYOUT = {
 
 /** Absolute paths of the layout entries of one workdir. */
 export interface LayoutPaths {
+  /** The workdir itself. */
   readonly workdir: string;
+  /** The workspace's MCP server list (`.mcp`). */
   readonly mcpFile: string;
+  /** Media and files moved out of offloaded context (`data/`). */
   readonly dataDir: string;
+  /** The skill partitions (`skills/`). */
   readonly skillsDir: string;
+  /** The skills every partition is equipped from (`skills/.seed`). */
   readonly skillSeedDir: string;
+  /** Offloaded context and tool results, one folder per session (`sessions/`). */
   readonly sessionsDir: string;
 }
 

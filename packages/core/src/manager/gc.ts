@@ -36,6 +36,7 @@ export type GcKeepReason = 'young' | 'in-use' | 'failed';
 
 /** A resource the reaper kept, and why. */
 export interface GcKept extends GcResource {
+  /** Why it was kept. */
   readonly reason: GcKeepReason;
   /** Why removing it failed, for `failed`. */
   readonly error?: WsError | undefined;
@@ -69,10 +70,14 @@ export interface Reaper<O extends GcOptions = GcOptions> {
  * carries what was done so far. For backend authors.
  */
 export class GcLedger {
+  /** Everything recorded so far, in order. */
   readonly listed: GcResource[] = [];
+  /** What was removed (in a dry run: would have been). */
   readonly removed: GcResource[] = [];
+  /** What was kept, with why. */
   readonly kept: GcKept[] = [];
 
+  /** An empty ledger. @param options The reaper's checked options (see `checkGcOptions`): the age, dry run and signal. */
   constructor(readonly options: Readonly<GcOptions>) {}
 
   /** Records a resource as listed and kept for `reason`. */
