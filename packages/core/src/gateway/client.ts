@@ -33,10 +33,13 @@ export type GatewayChannel =
 
 /** Options of one gateway request. */
 export interface GatewayRequestOptions {
+  /** What the request sends: bytes, text, or a stream of chunks. Default: nothing. */
   body?: Uint8Array | string | AsyncIterable<Uint8Array>;
+  /** Headers besides the token's. */
   headers?: Record<string, string>;
   /** Time limit for the whole request, in milliseconds; none when undefined. */
   timeoutMs?: number | undefined;
+  /** Cancels the request when it fires. */
   signal?: AbortSignal | undefined;
   /** Leave out the token (health checks never send it). */
   anonymous?: boolean;
@@ -67,8 +70,10 @@ export const GATEWAY_MAX_JSON_BYTES = 64 * 1024 * 1024;
  * again another way; when true, its effect may have happened and it must not be repeated.
  */
 export class GatewayConnectionError extends Error {
+  /** Whether any of the request may have reached the gateway (then it must not be repeated). */
   readonly reached: boolean;
 
+  /** The failure, whether it `reached` the gateway, and the error beneath it. */
   constructor(message: string, reached: boolean, cause: unknown) {
     super(message, { cause });
     this.name = 'GatewayConnectionError';
@@ -144,6 +149,11 @@ function relayConnection(channel: Extract<GatewayChannel, { kind: 'relay' }>): D
 export class GatewayClient {
   private readonly agent: Agent | undefined;
 
+  /**
+   * A client; connects on the first request.
+   * @param channel How the gateway is reached.
+   * @param token The launch's bearer token.
+   */
   constructor(
     readonly channel: GatewayChannel,
     private readonly token: string,

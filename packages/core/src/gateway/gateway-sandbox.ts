@@ -45,6 +45,7 @@ import type { GatewayExecFrame, GatewayExecRequest, GatewayFileOp } from './prot
 export interface GatewaySandboxOptions {
   /** The backend's own sandbox, used whenever the gateway is not up. */
   direct: Sandbox;
+  /** The gateway's launch, started on first use and relaunched when it stops answering. */
   link: GatewayLink;
   /** Run commands through the gateway too (worth it where the backend's own exec is slow). */
   routeExec: boolean;
@@ -70,6 +71,7 @@ export class GatewaySandbox implements Sandbox {
   private readonly fallback: CompleteSandbox;
   private lastFailedStart = 0;
 
+  /** Does no I/O: the gateway starts on the first call that needs it. */
   constructor(private readonly options: GatewaySandboxOptions) {
     this.fallback = completeSandbox(options.direct);
     this.capabilities = {
@@ -400,6 +402,7 @@ export class GatewaySandbox implements Sandbox {
 
 /** MCP servers run inside the sandbox, held by the gateway; the host keeps scoping and eviction. */
 export class GatewayMcpConnector implements McpConnector {
+  /** Connects through `link`'s gateway (started on the first connection). */
   constructor(private readonly link: GatewayLink) {}
 
   async connect(
@@ -433,6 +436,7 @@ export class GatewayMcpConnector implements McpConnector {
     }
   }
 
+  /** Whether the gateway launch numbered `generation` still runs (a session of an older one is gone). */
   isCurrent(generation: number): boolean {
     return this.link.currentGeneration === generation && this.link.client !== undefined;
   }

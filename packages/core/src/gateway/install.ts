@@ -26,15 +26,15 @@ export async function probeNode(
   return major >= GATEWAY_MIN_NODE_MAJOR && path ? { path, version } : undefined;
 }
 
-/**
- * Puts the gateway bundle in `home` inside the sandbox under a content-addressed name, writing it only
- * when that file is not there yet. Returns its path.
- */
 /** The content-addressed file name of a gateway bundle (`gateway-<16 hex digits of its SHA-256>.mjs`). */
 export function gatewayBundleName(bundle: Uint8Array): string {
   return `gateway-${sha256Hex(bundle).slice(0, 16)}.mjs`;
 }
 
+/**
+ * Puts the gateway bundle in `home` inside the sandbox under a content-addressed name, writing it only
+ * when that file is not there yet. Returns its path.
+ */
 export async function installGateway(
   sandbox: CompleteSandbox,
   home: string,

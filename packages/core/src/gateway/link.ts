@@ -8,6 +8,7 @@ const DIAGNOSE_HEALTH_MS = 5_000;
 
 /** A running gateway process, as its backend started it. */
 export interface LaunchedGateway {
+  /** How the host reaches it. */
   readonly channel: GatewayChannel;
   /**
    * Called before each health check until it resolves true: makes the channel reachable once the
@@ -27,6 +28,7 @@ export interface LaunchedGateway {
  * environment of the sandbox), and read the tail of its log.
  */
 export interface GatewayLauncher {
+  /** Starts one gateway process with these secrets; resolves once it runs (not yet answering). */
   launch(
     secrets: { token: string; nonce: string },
     options: { signal?: AbortSignal },
@@ -56,6 +58,7 @@ export class GatewayLink {
   /** Milliseconds the last successful launch took, from its start to its first healthy answer. */
   startedMs: number | undefined;
 
+  /** Does no I/O: the gateway starts on the first `start()`. */
   constructor(private readonly launcher: GatewayLauncher) {}
 
   /** True while a launch is in flight. */

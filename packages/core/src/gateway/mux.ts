@@ -98,6 +98,7 @@ export class MuxEndpoint {
   /** When the last line arrived from the other side (`Date.now()`). */
   lastReceived = Date.now();
 
+  /** Starts reading the other side's lines (and pinging, when asked). */
   constructor(private readonly options: MuxEndpointOptions) {
     this.window = options.window ?? DEFAULT_WINDOW;
     this.frameBytes = options.maxFrameBytes ?? DEFAULT_FRAME_BYTES;

@@ -20,15 +20,23 @@ import type { WsErrorCode } from '../contracts/errors.js';
 /** Bumped when the API changes incompatibly; the host refuses a gateway of another version. */
 export const GATEWAY_PROTOCOL_VERSION = 1;
 
+/** The answer of `GET /health` (without the token): which launch answers, speaking which protocol. */
 export interface GatewayHealth {
+  /** Always `ok`: a gateway that answers is up. */
   readonly status: 'ok';
+  /** The launch's nonce, so the host tells this launch from an older one. */
   readonly nonce: string;
+  /** The gateway's {@link GATEWAY_PROTOCOL_VERSION}. */
   readonly protocol: number;
+  /** The gateway's process id inside the sandbox. */
   readonly pid: number;
+  /** The node version it runs on. */
   readonly node: string;
 }
 
+/** The body of every failed gateway request: the WsError's code, message and details. */
 export interface GatewayErrorBody {
+  /** The failure, as a WsError would carry it. */
   readonly error: {
     readonly code: WsErrorCode;
     readonly message: string;
@@ -36,12 +44,17 @@ export interface GatewayErrorBody {
   };
 }
 
+/** The JSON line that opens `POST /exec`: the command and how it runs. */
 export interface GatewayExecRequest {
+  /** The program and its arguments (no shell). */
   readonly argv: readonly string[];
+  /** Its working directory. Default: the gateway's workdir. */
   readonly cwd?: string;
+  /** Variables added to its environment. */
   readonly env?: Record<string, string>;
   /** `'stream'`: stdin follows the JSON line as raw bytes; a string: base64 stdin; absent: none. */
   readonly stdin?: 'stream' | string;
+  /** Stops it after this many ms (the exit frame says `timedOut`). */
   readonly timeoutMs?: number;
   /**
    * When set, the gateway sends at most this many bytes of each stream and drops the rest (counting
@@ -64,6 +77,7 @@ export type GatewayExecFrame =
     }
   | { readonly t: 'f'; readonly error: GatewayErrorBody['error'] };
 
+/** The body of `POST /files/op`: one file operation on a path inside the sandbox. */
 export type GatewayFileOp =
   | { readonly op: 'stat'; readonly path: string }
   | { readonly op: 'list'; readonly path: string }
@@ -71,15 +85,23 @@ export type GatewayFileOp =
   | { readonly op: 'mkdir'; readonly path: string; readonly recursive?: boolean }
   | { readonly op: 'rename'; readonly path: string; readonly to: string };
 
+/** The body of `POST /mcp/sessions`: the server to start and the (agent, session) scope it serves. */
 export interface GatewayMcpConnect {
+  /** The MCP server's declaration, as the workspace normalised it. */
   readonly spec: unknown;
+  /** The agent the connection serves. */
   readonly agentId: string;
+  /** The agent's session the connection serves. */
   readonly sessionId: string;
 }
 
+/** The body of `POST /mcp/sessions/<id>/call`: one tool call. */
 export interface GatewayMcpCall {
+  /** The tool's name on its server. */
   readonly name: string;
+  /** The tool's input. */
   readonly input: Record<string, unknown>;
+  /** This call's time limit in ms. Default: none. */
   readonly timeoutMs?: number;
 }
 

@@ -15,6 +15,7 @@ export interface RemoteGatewayOptions {
   start(argv: readonly string[]): Promise<SandboxProcess>;
   /** The folder inside the sandbox the gateway bundle is installed into. */
   readonly home: string;
+  /** The workspace's folder inside the sandbox (commands' default working directory). */
   readonly workdir: string;
   /** The gateway bundle's bytes (the backend package's asset, see `readGatewayAsset`). */
   bundle(): Promise<Uint8Array>;
@@ -32,7 +33,9 @@ export interface RemoteGatewayOptions {
 
 /** The session of {@link openRemoteGateway}, and the gateway's link when it runs (the backend stops it on close). */
 export interface RemoteGatewaySession {
+  /** The provider's session: through the gateway when it runs, else through the backend's own sandbox. */
   readonly session: ProviderSession;
+  /** The gateway's launch, when it runs. */
   readonly link: GatewayLink | undefined;
 }
 

@@ -61,6 +61,7 @@ export interface SandboxGatewayOptions {
   readonly workdir: string;
   /** When set, the gateway's file operations must resolve under one of these roots. */
   readonly allowedRoots?: readonly string[];
+  /** Where the gateway listens and how the host reaches it. */
   readonly socket: GatewaySocketPlace;
   /** How long a gateway whose stdin was closed may take to exit before it is killed. Default 2 000 ms. */
   readonly stopGraceMs?: number;
