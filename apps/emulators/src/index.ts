@@ -16,7 +16,7 @@ export {
 } from './e2b/e2b-emulator.js';
 export type { EnvdDescriptors } from './e2b/envd-descriptors.js';
 export { e2bBundlePath, loadEnvdDescriptors } from './e2b/envd-descriptors.js';
-export { E2B_LABELS } from './e2b/sandbox-labels.js';
+export { E2B_LABELS } from './e2b/labels.js';
 export type { FaultMode, FaultProxy } from './fault-proxy.js';
 export { freeLoopbackPort, startFaultProxy } from './fault-proxy.js';
 export type { K8sEmulator, K8sEmulatorOptions, K8sKubeConfigOptions } from './k8s/k8s-emulator.js';

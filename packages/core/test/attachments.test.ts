@@ -31,7 +31,7 @@ describe('attachment records', () => {
   it('count another object touched just now as a user of the sandbox', async () => {
     const folder = folderWithRecord(now());
     expect((await readAttachedRecords(sandbox, folder, 60_000)).fresh).toBe(true);
-    const mine = new Attachments(folder, 60);
+    const mine = new Attachments(folder, 60_000);
     await mine.touch(sandbox);
     expect(await mine.release(sandbox)).toBe(true);
   });
@@ -42,7 +42,7 @@ describe('attachment records', () => {
     const seen = await readAttachedRecords(sandbox, folder, 60_000);
     expect(seen.fresh).toBe(false);
     expect(seen.lastTouchedAt).toBeUndefined();
-    const mine = new Attachments(folder, 60);
+    const mine = new Attachments(folder, 60_000);
     await mine.touch(sandbox);
     expect(await mine.release(sandbox)).toBe(false);
   });
@@ -52,7 +52,7 @@ describe('attachment records', () => {
     const seen = await readAttachedRecords(sandbox, folder, 60_000);
     expect(seen.fresh).toBe(false);
     expect(Date.now() - (seen.lastTouchedAt ?? 0)).toBeGreaterThan(3_500_000);
-    const mine = new Attachments(folder, 60);
+    const mine = new Attachments(folder, 60_000);
     await mine.touch(sandbox);
     expect(await mine.release(sandbox)).toBe(false);
   });

@@ -120,7 +120,7 @@ export class DaytonaProvider implements Provider {
       vendor: sandbox,
       direct,
       workdir,
-      records: { folder: `${home}/.ws/attached`, staleSeconds: STALE_RECORD_MS / 1000 },
+      records: { folder: `${home}/.ws/attached`, staleMs: STALE_RECORD_MS },
       // Auto-stop counts idle time from the sandbox's last activity.
       keepAlive: { everyMs: KEEPALIVE_MS, tick: (open) => open.refreshActivity() },
       gateway:

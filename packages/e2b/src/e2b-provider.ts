@@ -149,7 +149,7 @@ export class E2BProvider implements Provider {
       direct,
       workdir: E2B_WORKDIR,
       // A record older than the sandbox's time limit belongs to a host that went away.
-      records: { folder: ATTACHED_DIR, staleSeconds: Math.ceil(timeoutMs / 1000) },
+      records: { folder: ATTACHED_DIR, staleMs: timeoutMs },
       // The sandbox's time limit is pushed back while the workspace is open.
       keepAlive: {
         everyMs: Math.max(5_000, Math.floor(timeoutMs / 3)),

@@ -54,7 +54,7 @@ export class K8sProvider implements Provider {
   private link: GatewayLink | undefined;
   private keepAlive: NodeJS.Timeout | undefined;
   private bundleBytes: Promise<Uint8Array> | undefined;
-  private readonly attachments = new Attachments(ATTACHED_DIR, STALE_RECORD_MS / 1000);
+  private readonly attachments = new Attachments(ATTACHED_DIR, STALE_RECORD_MS);
   /** Milliseconds the last open took to find or create the Pod (before the gateway). */
   attachMs: number | undefined;
   /** Whether the last open created the Pod (false: it re-attached to a running one). */

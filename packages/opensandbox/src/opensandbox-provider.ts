@@ -187,7 +187,7 @@ export class OpenSandboxProvider implements Provider {
       direct,
       workdir: OPENSANDBOX_WORKDIR,
       // A record not touched for three rounds belongs to a host that went away.
-      records: { folder: ATTACHED_DIR, staleSeconds: Math.ceil((3 * this.keepAliveMs) / 1000) },
+      records: { folder: ATTACHED_DIR, staleMs: 3 * this.keepAliveMs },
       // The sandbox's time limit is pushed back while the workspace is open.
       keepAlive: {
         everyMs: this.keepAliveMs,

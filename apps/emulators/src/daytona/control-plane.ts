@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Docker from 'dockerode';
 import { isRecord, readJson, sendJson, stringMap as stringMapOf } from '../http/http-util.js';
-import { DaytonaHttpError } from './daytona-errors.js';
+import { DaytonaHttpError } from './errors.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 import { DAYTONA_DEFAULT_USER } from './sandbox-user.js';
 

@@ -7,13 +7,13 @@ import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { type ControlPlaneContext, dto, handleControlPlane } from './control-plane.js';
-import { DaytonaHttpError, sendApiError, sendToolboxError } from './daytona-errors.js';
+import { DaytonaHttpError, sendApiError, sendToolboxError } from './errors.js';
 import { EVENTS_PATH, EventStream } from './events.js';
-import { DAYTONA_LABELS, daytonaFilter } from './sandbox-labels.js';
+import { DAYTONA_LABELS, daytonaFilter } from './labels.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 import { handleToolbox, upgradeLogs } from './toolbox.js';
 
-export { DAYTONA_LABELS } from './sandbox-labels.js';
+export { DAYTONA_LABELS } from './labels.js';
 
 /** Snapshots of a default emulator: `default` is the workspace image of @ws/docker. */
 export const DEFAULT_DAYTONA_SNAPSHOTS: Readonly<Record<string, string>> = {

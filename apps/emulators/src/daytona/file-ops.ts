@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { type RunResult, runExec, streamStdout } from '../docker/exec.js';
-import { DaytonaHttpError } from './daytona-errors.js';
+import { DaytonaHttpError } from './errors.js';
 import type { SandboxAccount } from './sandbox-user.js';
 
 /** The toolbox's `FileInfo`. */

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { withNetwork } from '../docker/network.js';
-import { labelsOf, type SandboxDescription, type SandboxSettings } from './sandbox-labels.js';
+import { labelsOf, type SandboxDescription, type SandboxSettings } from './labels.js';
 
 export interface CreateSandboxInput {
   name: string | undefined;

@@ -3,8 +3,7 @@ import type Docker from 'dockerode';
 import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { nextAutoAction } from './auto-lifecycle.js';
-import { DaytonaHttpError } from './daytona-errors.js';
-import { type CreateSandboxInput, createSandboxContainer } from './sandbox-container.js';
+import { DaytonaHttpError } from './errors.js';
 import {
   daytonaFilter,
   defaultSettings,
@@ -13,7 +12,8 @@ import {
   type SandboxDescription,
   type SandboxSettings,
   writeSettings,
-} from './sandbox-labels.js';
+} from './labels.js';
+import { type CreateSandboxInput, createSandboxContainer } from './sandbox-container.js';
 import { type EtcFiles, ensureAccount, readAccounts, type SandboxAccount } from './sandbox-user.js';
 import { SessionTable } from './sessions.js';
 

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { execExitCode, FrameDemuxer, KILL_GROUP, runExec, startExec, streamDone } from '../docker/exec.js';
 import { shellQuote } from '../docker/shell-quote.js';
-import { DaytonaHttpError } from './daytona-errors.js';
+import { DaytonaHttpError } from './errors.js';
 import type { SandboxAccount } from './sandbox-user.js';
 
 export type OutputStream = 'stdout' | 'stderr';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { posix } from 'node:path';
 import { MultipartError, multipartBoundary, parseMultipart } from '../http/multipart.js';
-import { DaytonaHttpError, daemonErrorBody } from './daytona-errors.js';
+import { DaytonaHttpError, daemonErrorBody } from './errors.js';
 import { FileOps } from './file-ops.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 import { bodyObject, type ToolboxResult } from './toolbox-process.js';

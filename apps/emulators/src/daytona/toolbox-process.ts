@@ -9,7 +9,7 @@ import {
   streamDone,
 } from '../docker/exec.js';
 import { isRecord, readJson } from '../http/http-util.js';
-import { DaytonaHttpError } from './daytona-errors.js';
+import { DaytonaHttpError } from './errors.js';
 import type { SandboxRecord } from './sandbox-registry.js';
 import type { Session } from './sessions.js';
 

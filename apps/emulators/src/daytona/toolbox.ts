@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
 import { sendJson } from '../http/http-util.js';
 import { EMULATED_DAEMON_VERSION } from './control-plane.js';
-import { DaytonaHttpError } from './daytona-errors.js';
+import { DaytonaHttpError } from './errors.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 import type { LogEvent } from './sessions.js';
 import { handleFilesRoute } from './toolbox-files.js';

@@ -11,7 +11,7 @@ import { SANDBOX_ID_HEADER } from './envd-access.js';
 import { loadEnvdDescriptors } from './envd-descriptors.js';
 import { handleEnvdHttp } from './envd-http.js';
 import { registerEnvdServices } from './envd-rpc.js';
-import { E2B_CONTAINER_FILTER, E2B_LABELS, instanceFilter } from './sandbox-labels.js';
+import { E2B_CONTAINER_FILTER, E2B_LABELS, instanceFilter } from './labels.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 
 /** Templates of a default emulator: E2B's `base` is the workspace image of @ws/docker. */

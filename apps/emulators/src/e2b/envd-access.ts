@@ -1,6 +1,6 @@
 import { Code, ConnectError } from '@connectrpc/connect';
 import { type Account, UnknownUserError, usernameFromAuthorization } from './accounts.js';
-import { FilesystemOps } from './filesystem-ops.js';
+import { FilesystemOps } from './file-ops.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 
 /** Header names as Node and the Fetch API both accept them. */

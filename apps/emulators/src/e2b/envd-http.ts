@@ -6,7 +6,7 @@ import { HttpError, sendEmpty, sendError, sendJson } from '../http/http-util.js'
 import { MultipartError, multipartBoundary, parseMultipart } from '../http/multipart.js';
 import { resolveSandboxPath } from './accounts.js';
 import { EnvdAccessError, type EnvdCaller, resolveEnvdCaller, SANDBOX_ID_HEADER } from './envd-access.js';
-import { FileOperationError } from './filesystem-ops.js';
+import { FileOperationError } from './file-ops.js';
 import type { SandboxRegistry } from './sandbox-registry.js';
 
 function headerSource(request: IncomingMessage): { get(name: string): string | undefined } {

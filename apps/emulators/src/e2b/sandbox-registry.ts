@@ -5,7 +5,6 @@ import { ContainerRegistry, type RegistryEntry } from '../docker/container-regis
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
 import { AccountResolver } from './accounts.js';
-import { ProcessTable } from './process-table.js';
 import {
   describedBy,
   instanceFilter,
@@ -13,7 +12,8 @@ import {
   readEndAt,
   type SandboxDescription,
   writeEndAt,
-} from './sandbox-labels.js';
+} from './labels.js';
+import { ProcessTable } from './process-table.js';
 
 /** E2B's default sandbox timeout when a request gives none, in seconds. */
 export const DEFAULT_TIMEOUT_SECONDS = 300;

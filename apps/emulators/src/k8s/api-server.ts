@@ -5,13 +5,13 @@ import type { WebSocketServer } from 'ws';
 import { dockerMessage } from '../docker/exec.js';
 import { HttpError, isRecord, readJson } from '../http/http-util.js';
 import { chooseProtocol, EXEC_PROTOCOLS, execRequestOf, upgradeExec } from './exec-websocket.js';
+import type { ObjectMeta, ResourceVersions } from './labels.js';
 import type { NamespaceStore } from './namespaces.js';
 import { patchTypeOf } from './patch.js';
 import type { PodStore } from './pods.js';
 import type { PvcStore } from './pvcs.js';
 import { parseFieldSelector, parseLabelSelector } from './selectors.js';
 import { badRequest, failureStatus, K8sError, sendJson, sendStatus } from './status.js';
-import type { ObjectMeta, ResourceVersions } from './store-labels.js';
 import { serveWatch } from './watch.js';
 
 export interface ApiContext {

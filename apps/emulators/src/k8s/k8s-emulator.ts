@@ -9,12 +9,12 @@ import type { SandboxNetworkOption } from '../docker/network.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
 import { type ApiContext, handleRequest, handleUpgrade } from './api-server.js';
 import { execWebSocketServer } from './exec-websocket.js';
+import { k8sFilter, ResourceVersions } from './labels.js';
 import { NamespaceStore } from './namespaces.js';
 import { PodStore } from './pods.js';
 import { PvcStore } from './pvcs.js';
-import { k8sFilter, ResourceVersions } from './store-labels.js';
 
-export { K8S_LABELS } from './store-labels.js';
+export { K8S_LABELS } from './labels.js';
 
 /** Pod images of a default emulator: the workspace image of @ws/docker, as itself. */
 export const DEFAULT_K8S_IMAGES: Readonly<Record<string, string>> = {

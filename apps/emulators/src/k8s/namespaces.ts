@@ -1,9 +1,6 @@
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord } from '../http/http-util.js';
-import type { PodStore } from './pods.js';
-import type { PvcStore } from './pvcs.js';
-import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
 import {
   k8sFilter,
   newMetadata,
@@ -13,7 +10,10 @@ import {
   storeLabels,
   timestamp,
   Versioned,
-} from './store-labels.js';
+} from './labels.js';
+import type { PodStore } from './pods.js';
+import type { PvcStore } from './pvcs.js';
+import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
 
 /** Namespaces that always exist. */
 const BUILT_IN = ['default', 'kube-system', 'kube-public'];

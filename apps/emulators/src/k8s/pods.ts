@@ -2,9 +2,6 @@ import { EventEmitter } from 'node:events';
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord } from '../http/http-util.js';
-import { checkPodSpec, claimsOf, containerOptions, NODE_NAME, podMounts } from './pod-container.js';
-import type { PvcStore } from './pvcs.js';
-import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
 import {
   k8sFilter,
   newMetadata,
@@ -14,7 +11,10 @@ import {
   storeLabels,
   timestamp,
   Versioned,
-} from './store-labels.js';
+} from './labels.js';
+import { checkPodSpec, claimsOf, containerOptions, NODE_NAME, podMounts } from './pod-container.js';
+import type { PvcStore } from './pvcs.js';
+import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
 
 /** How long after `ErrImagePull` a pod reports `ImagePullBackOff`, in ms. */
 const BACK_OFF_MS = 1000;

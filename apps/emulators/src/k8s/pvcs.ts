@@ -1,8 +1,6 @@
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord, stringMap } from '../http/http-util.js';
-import { applyPatch } from './patch.js';
-import { alreadyExists, badRequest, checkName, invalid, K8sError, notFound } from './status.js';
 import {
   k8sFilter,
   newMetadata,
@@ -12,7 +10,9 @@ import {
   storeLabels,
   timestamp,
   Versioned,
-} from './store-labels.js';
+} from './labels.js';
+import { applyPatch } from './patch.js';
+import { alreadyExists, badRequest, checkName, invalid, K8sError, notFound } from './status.js';
 
 /** How long a new claim stays `Pending` before it is `Bound`, in ms. */
 const BIND_DELAY_MS = 200;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ObjectMeta } from './store-labels.js';
+import type { ObjectMeta } from './labels.js';
 
 /** How often a watch re-reads the objects it follows, in ms. */
 const POLL_MS = 200;

@@ -50,7 +50,7 @@ find "$1" -mindepth 1 -maxdepth 1 -type f -newermt "@$(( now - $3 ))" ! -newermt
 /**
  * Who uses a shared sandbox: one file per workspace object attached to it, in `folder` inside the
  * sandbox, touched while the object is open. A backend whose `close()` stops or pauses the sandbox does
- * so only when {@link release} finds no other object's file fresh (one older than `staleSeconds`
+ * so only when {@link release} finds no other object's file fresh (one older than `staleMs`
  * belongs to a host that went away) and naming an object that may still be open (a record of a dead
  * process of this machine does not).
  */
@@ -61,11 +61,12 @@ export class Attachments {
   /**
    * Names this object's record; does no I/O.
    * @param folder Where the records live inside the sandbox.
-   * @param staleSeconds After how long untouched a record belongs to a host that went away.
+   * @param staleMs After how long untouched a record belongs to a host that went away, in ms (whole
+   *   seconds are what counts: it is rounded up).
    */
   constructor(
     private readonly folder: string,
-    private readonly staleSeconds: number,
+    private readonly staleMs: number,
   ) {}
 
   /** Records (or refreshes) this object among the sandbox's users. */
@@ -84,7 +85,7 @@ export class Attachments {
   /** Removes this object's record; true when another object's record is fresh. */
   async release(sandbox: WsSandbox | undefined): Promise<boolean> {
     const result = await sandbox
-      ?.exec(['sh', '-c', DETACH, 'sh', this.folder, this.name, String(this.staleSeconds)], {
+      ?.exec(['sh', '-c', DETACH, 'sh', this.folder, this.name, String(Math.ceil(this.staleMs / 1000))], {
         cwd: '/',
         timeoutMs: 30_000,
       })

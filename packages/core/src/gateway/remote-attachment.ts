@@ -22,9 +22,9 @@ export interface RemoteAttachmentOptions<V> {
   readonly workdir: string;
   /**
    * Where each workspace object attached to the sandbox keeps its record (see `Attachments`), and
-   * after how many seconds untouched a record belongs to a host that went away.
+   * after how many ms untouched a record belongs to a host that went away.
    */
-  readonly records: { readonly folder: string; readonly staleSeconds: number };
+  readonly records: { readonly folder: string; readonly staleMs: number };
   /**
    * What keeps the sandbox alive while the workspace is open: `tick` runs every `everyMs` (its
    * failures ignored: a host that dies stops calling it), and this object's record is touched with it.
@@ -68,7 +68,7 @@ export class RemoteAttachment<V> {
 
   /** Starts the keep-alive beat; does nothing else. */
   constructor(private readonly options: RemoteAttachmentOptions<V>) {
-    this.attachments = new Attachments(options.records.folder, options.records.staleSeconds);
+    this.attachments = new Attachments(options.records.folder, options.records.staleMs);
     this.keepAlive = setInterval(() => {
       void options.keepAlive.tick(options.vendor).catch(() => {});
       void this.attachments.touch(this.session).catch(() => {});
