@@ -1,5 +1,5 @@
 import type { CommonWorkspaceOptions } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import { BwrapProvider } from './bwrap-provider.js';
 
 /** Options of {@link BubblewrapWorkspace}. */
@@ -31,15 +31,15 @@ export interface BubblewrapWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
-const BWRAP_KEYS = [
-  'hostWorkdir',
-  'hostRuntimeDir',
-  'env',
-  'shareNet',
-  'readOnlyPaths',
-  'bwrapPath',
-  'gateway',
-] as const satisfies readonly (keyof BubblewrapWorkspaceOptions)[];
+const BWRAP_KEYS: OptionKeys<BubblewrapWorkspaceOptions> = {
+  hostWorkdir: true,
+  hostRuntimeDir: true,
+  env: true,
+  shareNet: true,
+  readOnlyPaths: true,
+  bwrapPath: true,
+  gateway: true,
+};
 
 /**
  * A workspace in bubblewrap: every command runs in a fresh sandbox (namespaces unshared, the network
@@ -56,19 +56,8 @@ export class BubblewrapWorkspace extends WorkspaceEngine<BwrapProvider> {
    * @throws WsError `INVALID_ARGUMENT` for an unknown option or an unsafe workspace id.
    */
   constructor(options: BubblewrapWorkspaceOptions = {}) {
-    checkOptionKeys('BubblewrapWorkspace', options, BWRAP_KEYS);
-    super({
-      ...engineOptions(options),
-      provider: new BwrapProvider({
-        hostWorkdir: options.hostWorkdir,
-        hostRuntimeDir: options.hostRuntimeDir,
-        env: options.env,
-        shareNet: options.shareNet,
-        readOnlyPaths: options.readOnlyPaths,
-        bwrapPath: options.bwrapPath,
-        gateway: options.gateway,
-      }),
-    });
+    const { common, own } = splitOptions('BubblewrapWorkspace', options, BWRAP_KEYS);
+    super({ ...common, provider: new BwrapProvider(own) });
   }
 
   /** The host directory bound at `/workspace` (known once initialized). */

@@ -9,6 +9,7 @@ import {
   assertDeletableHostDir,
   completeSandbox,
   hostTag,
+  type OwnOptions,
   ownedTempDir,
   type Provider,
   type ProviderOpenOptions,
@@ -28,6 +29,7 @@ import {
   readGatewayAsset,
   sandboxGatewayLauncher,
 } from '@ws/core/gateway';
+import type { BubblewrapWorkspaceOptions } from './bubblewrap-workspace.js';
 import {
   type BwrapMounts,
   BwrapSandbox,
@@ -39,23 +41,8 @@ import {
 } from './bwrap-sandbox.js';
 import { SandboxInit, STATUS_ARGUMENTS } from './sandbox-init.js';
 
-/** Options of {@link BwrapProvider}. */
-export interface BwrapProviderOptions {
-  /** Host directory bound at /workspace; persistent. Without one, a private temporary directory is used and removed on close. */
-  hostWorkdir?: string | undefined;
-  /** Host directory for the gateway bundle and the runtime folders. Default: `$XDG_RUNTIME_DIR/ws-bwrap-<uid>` (or the temp folder's). */
-  hostRuntimeDir?: string | undefined;
-  /** Variables for every command (the fixed base, HOME, PATH, TMPDIR…, wins over them). */
-  env?: Readonly<Record<string, string>> | undefined;
-  /** Share the host network. Default: true. */
-  shareNet?: boolean | undefined;
-  /** Extra host paths bound read-only at the same place. */
-  readOnlyPaths?: readonly string[] | undefined;
-  /** The bwrap executable. Default: `bwrap` on PATH. */
-  bwrapPath?: string | undefined;
-  /** Start the gateway (MCP servers inside the sandbox, fast file operations) when the sandbox has node. Default: true. */
-  gateway?: boolean | undefined;
-}
+/** Options of {@link BwrapProvider}: the workspace class's own (documented there). */
+export type BwrapProviderOptions = OwnOptions<BubblewrapWorkspaceOptions>;
 
 const GATEWAY_HOME = '/ws/gateway';
 const GATEWAY_RUN = '/ws/run';

@@ -84,7 +84,14 @@ export {
   vendorErrorMapper,
 } from './backend/vendor-errors.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
-export { checkOptionKeys, engineOptions } from './contracts/workspace-options.js';
+export {
+  checkOptionKeys,
+  engineOptions,
+  type OptionKeys,
+  type OwnOptions,
+  refuseRenamedOptions,
+  splitOptions,
+} from './contracts/workspace-options.js';
 export type { LayoutPaths } from './internal/layout.js';
 export { layoutPaths } from './internal/layout.js';
 export type { WorkspaceCloseReason, WorkspaceManagerEvents } from './manager/events.js';

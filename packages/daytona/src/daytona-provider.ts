@@ -1,6 +1,7 @@
 import type { Daytona, Sandbox } from '@daytonaio/sdk';
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -12,13 +13,14 @@ import { RemoteAttachment } from '@ws/core/gateway';
 
 import { newClient } from './client.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
+import type { DaytonaWorkspaceOptions } from './daytona-workspace.js';
 import { translateDaytonaError } from './errors.js';
 import { findSandboxes, readySandbox } from './sandbox-lifecycle.js';
 
 /** The workdir inside a Daytona sandbox of the default user (`<home>/workspace`). */
 export const DAYTONA_WORKDIR = '/home/daytona/workspace';
 /** How long create, start, stop and delete may take, by default. */
-export const DEFAULT_DAYTONA_TIMEOUT_MS = 300_000;
+export const DEFAULT_DAYTONA_LIFECYCLE_TIMEOUT_MS = 300_000;
 /** While open, the sandbox's activity is refreshed (so auto-stop does not take it) this often. */
 const KEEPALIVE_MS = 60_000;
 /** A record not touched for this long belongs to a host that went away. */
@@ -34,22 +36,12 @@ export interface DaytonaResources {
   disk?: number;
 }
 
-/** Options of {@link DaytonaProvider}. */
-export interface DaytonaProviderOptions {
-  apiKey?: string | undefined;
-  apiUrl?: string | undefined;
-  target?: string | undefined;
-  requestTimeoutMs?: number | undefined;
-  image?: string | undefined;
-  snapshot?: string | undefined;
-  env?: Readonly<Record<string, string>> | undefined;
-  labels?: Readonly<Record<string, string>> | undefined;
-  resources?: DaytonaResources | undefined;
-  autoStopInterval?: number | undefined;
-  timeoutMs: number;
-  owner?: string | undefined;
-  gateway?: boolean | undefined;
-}
+/** Options of {@link DaytonaProvider}: the workspace class's own (documented there), defaults resolved. */
+export type DaytonaProviderOptions = Omit<OwnOptions<DaytonaWorkspaceOptions>, 'timeoutMs'> & {
+  lifecycleTimeoutMs: number;
+  /** Daytona's auto-stop interval in minutes (0: never), from `timeoutMs`; unset: Daytona's default. */
+  autoStopMinutes?: number | undefined;
+};
 
 /**
  * Finds the workspace's sandbox by its labels (several → the newest, with a warning), starts it when
@@ -83,12 +75,12 @@ export class DaytonaProvider implements Provider {
   }
 
   private client(): Daytona {
-    this.daytona ??= newClient(this.options);
+    this.daytona ??= this.options.client ?? newClient(this.options);
     return this.daytona;
   }
 
   private get timeoutSeconds(): number {
-    return Math.ceil(this.options.timeoutMs / 1000);
+    return Math.ceil(this.options.lifecycleTimeoutMs / 1000);
   }
 
   async open(options: ProviderOpenOptions): Promise<ProviderSession> {
@@ -139,7 +131,7 @@ export class DaytonaProvider implements Provider {
   }
 
   private async create(daytona: Daytona, workspaceId: string): Promise<Sandbox> {
-    const { image, snapshot, env, labels, resources, autoStopInterval, owner } = this.options;
+    const { image, snapshot, env, labels, resources, autoStopMinutes, owner } = this.options;
     const base = {
       labels: {
         ...labels,
@@ -149,7 +141,7 @@ export class DaytonaProvider implements Provider {
       },
       public: false,
       ...(env ? { envVars: { ...env } } : {}),
-      ...(autoStopInterval !== undefined ? { autoStopInterval } : {}),
+      ...(autoStopMinutes !== undefined ? { autoStopInterval: autoStopMinutes } : {}),
     };
     const what = `creating a sandbox from ${image ? `image ${image}` : `snapshot ${snapshot ?? '(default)'}`}`;
     // Sent again only when the service refused it: one that failed may have created a sandbox.
@@ -220,7 +212,8 @@ export class DaytonaProvider implements Provider {
   private async dispose(): Promise<void> {
     const daytona = this.daytona;
     this.daytona = undefined;
-    await daytona?.[Symbol.asyncDispose]().catch(() => {});
+    // A client the caller gave is theirs to close.
+    if (daytona !== this.options.client) await daytona?.[Symbol.asyncDispose]().catch(() => {});
   }
 
   /** Deletes every sandbox carrying the workspace id (its files go with it). */

@@ -1,7 +1,12 @@
+import type { Daytona } from '@daytonaio/sdk';
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
-import { DaytonaProvider, type DaytonaResources, DEFAULT_DAYTONA_TIMEOUT_MS } from './daytona-provider.js';
+import { checkUserLabels, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import {
+  DaytonaProvider,
+  type DaytonaResources,
+  DEFAULT_DAYTONA_LIFECYCLE_TIMEOUT_MS,
+} from './daytona-provider.js';
 
 /** Options of {@link DaytonaWorkspace}. */
 export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
@@ -22,13 +27,16 @@ export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
   /** CPU cores, memory and disk (GiB) of a sandbox created from `image`. */
   resources?: DaytonaResources;
   /**
-   * Minutes without activity after which Daytona stops the sandbox (0: never). While the workspace is
-   * open its activity is refreshed every minute; a host that goes away leaves it to stop by itself.
-   * Default: Daytona's (15).
+   * The sandbox's time limit in milliseconds: Daytona stops it (files kept) after this long without
+   * activity (its auto-stop interval, in whole minutes, rounded up). While the workspace is open its
+   * activity is refreshed every minute; a host that goes away without `close()` leaves it to stop by
+   * itself. `null` for none (it runs until closed or deleted). Default: Daytona's (15 minutes).
    */
-  autoStopInterval?: number;
+  timeoutMs?: number | null;
   /** How long creating, starting, stopping or deleting the sandbox may take, in milliseconds. Default: 300 000. */
-  timeoutMs?: number;
+  lifecycleTimeoutMs?: number;
+  /** An existing SDK client (`new Daytona(…)`, never closed here); the options that configure one are then ignored. */
+  client?: Daytona;
   /**
    * The time limit of one request to Daytona's API or a sandbox's toolbox, in milliseconds: a
    * connection that stops answering without closing then fails the call instead of holding it.
@@ -42,21 +50,22 @@ export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
-const DAYTONA_KEYS = [
-  'apiKey',
-  'apiUrl',
-  'target',
-  'image',
-  'snapshot',
-  'env',
-  'labels',
-  'resources',
-  'autoStopInterval',
-  'timeoutMs',
-  'requestTimeoutMs',
-  'owner',
-  'gateway',
-] as const satisfies readonly (keyof DaytonaWorkspaceOptions)[];
+const DAYTONA_KEYS: OptionKeys<DaytonaWorkspaceOptions> = {
+  apiKey: true,
+  apiUrl: true,
+  target: true,
+  image: true,
+  snapshot: true,
+  env: true,
+  labels: true,
+  resources: true,
+  timeoutMs: true,
+  lifecycleTimeoutMs: true,
+  requestTimeoutMs: true,
+  client: true,
+  owner: true,
+  gateway: true,
+};
 
 function invalid(message: string, details: Record<string, unknown>): WsError {
   return new WsError('INVALID_ARGUMENT', message, { details });
@@ -74,40 +83,37 @@ export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
    * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a `ws.` label or an unsafe workspace id.
    */
   constructor(options: DaytonaWorkspaceOptions = {}) {
-    checkOptionKeys('DaytonaWorkspace', options, DAYTONA_KEYS);
-    const timeoutMs = options.timeoutMs ?? DEFAULT_DAYTONA_TIMEOUT_MS;
-    if (!Number.isInteger(timeoutMs) || timeoutMs < 10_000)
-      throw invalid(`timeoutMs must be a whole number of at least 10 000, not ${timeoutMs}`, { timeoutMs });
-    const { autoStopInterval, requestTimeoutMs } = options;
+    const { common, own } = splitOptions('DaytonaWorkspace', options, DAYTONA_KEYS);
+    const { timeoutMs, lifecycleTimeoutMs = DEFAULT_DAYTONA_LIFECYCLE_TIMEOUT_MS, requestTimeoutMs } = own;
+    if (timeoutMs !== undefined && timeoutMs !== null && (!Number.isInteger(timeoutMs) || timeoutMs < 60_000))
+      throw invalid(`timeoutMs must be null or a whole number of at least 60 000, not ${timeoutMs}`, {
+        timeoutMs,
+      });
+    if (!Number.isInteger(lifecycleTimeoutMs) || lifecycleTimeoutMs < 10_000)
+      throw invalid(
+        `lifecycleTimeoutMs must be a whole number of at least 10 000, not ${lifecycleTimeoutMs}`,
+        {
+          lifecycleTimeoutMs,
+        },
+      );
     if (requestTimeoutMs !== undefined && (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1_000))
       throw invalid(`requestTimeoutMs must be a whole number of at least 1 000, not ${requestTimeoutMs}`, {
         requestTimeoutMs,
       });
-    if (autoStopInterval !== undefined && (!Number.isInteger(autoStopInterval) || autoStopInterval < 0))
-      throw invalid(`autoStopInterval must be a whole number of minutes, not ${autoStopInterval}`, {
-        autoStopInterval,
-      });
-    if (options.image && options.snapshot)
-      throw invalid('Give image or snapshot, not both', { image: options.image, snapshot: options.snapshot });
-    if (options.resources && !options.image)
+    if (own.image && own.snapshot)
+      throw invalid('Give image or snapshot, not both', { image: own.image, snapshot: own.snapshot });
+    if (own.resources && !own.image)
       throw invalid('resources apply to a sandbox created from an image: give image too', {});
-    checkUserLabels(options.labels, 'Label');
+    checkUserLabels(own.labels, 'Label');
+    const { timeoutMs: _lifetime, ...rest } = own;
     super({
-      ...engineOptions(options),
+      ...common,
       provider: new DaytonaProvider({
-        apiKey: options.apiKey,
-        apiUrl: options.apiUrl,
-        target: options.target,
-        requestTimeoutMs,
-        image: options.image,
-        snapshot: options.snapshot,
-        env: options.env,
-        labels: options.labels,
-        resources: options.resources,
-        autoStopInterval,
-        timeoutMs,
-        owner: options.owner,
-        gateway: options.gateway,
+        ...rest,
+        lifecycleTimeoutMs,
+        ...(timeoutMs !== undefined
+          ? { autoStopMinutes: timeoutMs === null ? 0 : Math.ceil(timeoutMs / 60_000) }
+          : {}),
       }),
     });
   }

@@ -9,11 +9,12 @@ import {
   type ReapProbe,
   readAttachedRecords,
   reapCandidates,
+  refuseRenamedOptions,
   timeOf,
   WS_LABELS,
 } from '@ws/core/backend';
 import { type DaytonaConnection, newClient } from './client.js';
-import { DEFAULT_DAYTONA_TIMEOUT_MS, STALE_RECORD_MS } from './daytona-provider.js';
+import { DEFAULT_DAYTONA_LIFECYCLE_TIMEOUT_MS, STALE_RECORD_MS } from './daytona-provider.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
 import { translateDaytonaError } from './errors.js';
 import { STARTING, STOPPING } from './sandbox-lifecycle.js';
@@ -23,7 +24,7 @@ export interface DaytonaGcOptions extends GcOptions, DaytonaConnection {
   /** An existing SDK client (never closed here). Default: a new one from the connection options. */
   client?: Daytona | undefined;
   /** How long deleting one sandbox may take, in ms. Default: 300 000. */
-  timeoutMs?: number | undefined;
+  lifecycleTimeoutMs?: number | undefined;
 }
 
 /** States of a sandbox being deleted: not listed. */
@@ -45,9 +46,12 @@ const DELETING = new Set(['destroying', 'destroyed']);
  *   `details.report`).
  */
 export async function gcDaytona(options: DaytonaGcOptions): Promise<GcReport> {
+  refuseRenamedOptions('gcDaytona', options, { timeoutMs: 'lifecycleTimeoutMs' });
   const checked = checkGcOptions(options);
   const ledger = new GcLedger(checked);
-  const timeoutSeconds = Math.ceil((checked.timeoutMs ?? DEFAULT_DAYTONA_TIMEOUT_MS) / 1000);
+  const timeoutSeconds = Math.ceil(
+    (checked.lifecycleTimeoutMs ?? DEFAULT_DAYTONA_LIFECYCLE_TIMEOUT_MS) / 1000,
+  );
   const daytona = checked.client ?? newClient(checked);
   try {
     const found = await list(daytona, checked.owner);

@@ -6,7 +6,7 @@ import { Daytona } from '@daytonaio/sdk';
 import { generateId, isWsError } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DaytonaWorkspace, deleteOwnedSandboxes } from '../src/index.js';
+import { DaytonaWorkspace, deleteOwnedSandboxes, gcDaytona } from '../src/index.js';
 import { connection, emulatorProblem, stopEmulator } from './emulator.js';
 
 // What the Daytona backend promises beyond the conformance suite, through the unmodified SDK against
@@ -39,13 +39,16 @@ describe.skipIf(problem !== undefined)('DaytonaWorkspace on the emulator', () =>
   it('stops on close and starts the same sandbox with its files for a new object on the id', async () => {
     const workspaceId = generateId();
     const bytes = randomBytes(1024 * 1024);
-    const first = open(workspaceId);
+    // The time limit becomes Daytona's auto-stop interval, in whole minutes rounded up.
+    const first = open(workspaceId, { timeoutMs: 90_000 });
     await first.initialize();
     await first.getSandbox().writeFile('kept.bin', bytes);
-    const sandboxId = first.sandboxId;
+    const sandboxId = first.sandboxId as string;
+    expect((await daytona!.get(sandboxId)).autoStopInterval).toBe(2);
     await first.close();
     expect(await sandboxesOf(workspaceId)).toEqual([[sandboxId, 'stopped']]);
-    const second = open(workspaceId);
+    // A client of the caller's own is used and left open.
+    const second = new DaytonaWorkspace({ client: daytona, owner, workspaceId });
     await second.initialize();
     expect(second.sandboxId).toBe(sandboxId);
     expect(Buffer.from(await second.getSandbox().readFile('kept.bin')).equals(bytes)).toBe(true);
@@ -170,7 +173,14 @@ setInterval(() => {}, 1000);`;
   it('refuses bad options and a refused key with typed errors', async () => {
     expect(() => new DaytonaWorkspace({ snapshot: 'default', nope: 1 } as never)).toThrow(/nope/);
     expect(() => new DaytonaWorkspace({ labels: { 'ws.workspace.id': 'x' } })).toThrow(/ws\./);
-    expect(() => new DaytonaWorkspace({ timeoutMs: 5 })).toThrow(/timeoutMs/);
+    expect(() => new DaytonaWorkspace({ timeoutMs: 5 })).toThrow(/timeoutMs must be null or/);
+    expect(() => new DaytonaWorkspace({ lifecycleTimeoutMs: 5 })).toThrow(/lifecycleTimeoutMs must be/);
+    expect(() => new DaytonaWorkspace({ autoStopInterval: 15 } as never)).toThrow(
+      /no option "autoStopInterval"; use "timeoutMs"/,
+    );
+    await expect(gcDaytona({ olderThanMs: 0, timeoutMs: 5 } as never)).rejects.toThrow(
+      /use "lifecycleTimeoutMs"/,
+    );
     expect(() => new DaytonaWorkspace({ image: 'a', snapshot: 'b' })).toThrow(/not both/);
     expect(() => new DaytonaWorkspace({ resources: { cpu: 1 } })).toThrow(/image/);
     const saved = process.env.DAYTONA_API_KEY;

@@ -8,6 +8,7 @@ import {
   completeSandbox,
   layoutPaths,
   makeHostDirs,
+  type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -29,6 +30,7 @@ import {
 import Docker from 'dockerode';
 import { othersAttached, recordAttachment } from './attachments.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
+import type { DockerWorkspaceOptions } from './docker-workspace.js';
 import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 import { missingImageHint } from './image-build.js';
 
@@ -39,21 +41,8 @@ import { missingImageHint } from './image-build.js';
  */
 export type DockerGatewayChannel = 'unix' | 'relay';
 
-/** Options of {@link DockerProvider}. */
-export interface DockerProviderOptions {
-  image: string;
-  hostWorkdir?: string | undefined;
-  volume?: string | undefined;
-  env?: Readonly<Record<string, string>> | undefined;
-  /** An existing client (never closed by the workspace), or options for a new one. */
-  client?: Docker | Docker.DockerOptions | undefined;
-  /** The container's network (`HostConfig.NetworkMode`): `none`, `bridge`, a network's name. */
-  network?: string | undefined;
-  owner?: string | undefined;
-  gatewayChannel?: DockerGatewayChannel | undefined;
-  hostRuntimeDir?: string | undefined;
-  gateway?: boolean | undefined;
-}
+/** Options of {@link DockerProvider}: the workspace class's own (documented there), the image resolved. */
+export type DockerProviderOptions = OwnOptions<DockerWorkspaceOptions> & { image: string };
 
 const GATEWAY_HOME = '/opt/ws';
 const GATEWAY_RUN = '/ws/run';

@@ -1,5 +1,5 @@
 import type { CommonWorkspaceOptions } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import type Docker from 'dockerode';
 import { containerName, type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
 import {
@@ -44,18 +44,18 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
-const DOCKER_KEYS = [
-  'image',
-  'hostWorkdir',
-  'volume',
-  'env',
-  'client',
-  'network',
-  'owner',
-  'gatewayChannel',
-  'hostRuntimeDir',
-  'gateway',
-] as const satisfies readonly (keyof DockerWorkspaceOptions)[];
+const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
+  image: true,
+  hostWorkdir: true,
+  volume: true,
+  env: true,
+  client: true,
+  network: true,
+  owner: true,
+  gatewayChannel: true,
+  hostRuntimeDir: true,
+  gateway: true,
+};
 
 /**
  * A workspace in a Docker container: the container is named after the workspace id and labelled with
@@ -94,22 +94,8 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
    * @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`) or an unsafe workspace id.
    */
   constructor(options: DockerWorkspaceOptions = {}) {
-    checkOptionKeys('DockerWorkspace', options, DOCKER_KEYS);
-    super({
-      ...engineOptions(options),
-      provider: new DockerProvider({
-        image: options.image ?? DEFAULT_DOCKER_IMAGE,
-        hostWorkdir: options.hostWorkdir,
-        volume: options.volume,
-        env: options.env,
-        client: options.client,
-        network: options.network,
-        owner: options.owner,
-        gatewayChannel: options.gatewayChannel,
-        hostRuntimeDir: options.hostRuntimeDir,
-        gateway: options.gateway,
-      }),
-    });
+    const { common, own } = splitOptions('DockerWorkspace', options, DOCKER_KEYS);
+    super({ ...common, provider: new DockerProvider({ ...own, image: own.image ?? DEFAULT_DOCKER_IMAGE }) });
   }
 
   /** The container's name. */

@@ -1,5 +1,6 @@
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -10,6 +11,7 @@ import {
 import { RemoteAttachment } from '@ws/core/gateway';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
 import { E2BSandbox } from './e2b-sandbox.js';
+import type { E2BWorkspaceOptions } from './e2b-workspace.js';
 import { translateE2BError } from './errors.js';
 
 /** The workdir inside an E2B sandbox (as AgentScope's). */
@@ -20,20 +22,8 @@ export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 /** E2B's default sandbox time limit (AgentScope's too). */
 export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
 
-/** Options of {@link E2BProvider}. */
-export interface E2BProviderOptions {
-  template: string;
-  apiKey?: string | undefined;
-  apiUrl?: string | undefined;
-  domain?: string | undefined;
-  sandboxUrl?: string | undefined;
-  timeoutMs: number;
-  requestTimeoutMs?: number | undefined;
-  metadata?: Readonly<Record<string, string>> | undefined;
-  env?: Readonly<Record<string, string>> | undefined;
-  owner?: string | undefined;
-  gateway?: boolean | undefined;
-}
+/** Options of {@link E2BProvider}: the workspace class's own (documented there), defaults resolved. */
+export type E2BProviderOptions = OwnOptions<E2BWorkspaceOptions> & { template: string; timeoutMs: number };
 
 /** A sandbox of the listing, as this provider reads it. */
 interface Found {

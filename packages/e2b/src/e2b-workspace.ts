@@ -1,6 +1,6 @@
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkUserLabels, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import { DEFAULT_E2B_TIMEOUT_MS, E2BProvider } from './e2b-provider.js';
 
 /** Options of {@link E2BWorkspace}. */
@@ -33,19 +33,19 @@ export interface E2BWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
-const E2B_KEYS = [
-  'template',
-  'apiKey',
-  'apiUrl',
-  'domain',
-  'sandboxUrl',
-  'timeoutMs',
-  'requestTimeoutMs',
-  'metadata',
-  'env',
-  'owner',
-  'gateway',
-] as const satisfies readonly (keyof E2BWorkspaceOptions)[];
+const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
+  template: true,
+  apiKey: true,
+  apiUrl: true,
+  domain: true,
+  sandboxUrl: true,
+  timeoutMs: true,
+  requestTimeoutMs: true,
+  metadata: true,
+  env: true,
+  owner: true,
+  gateway: true,
+};
 
 /**
  * A workspace in an E2B sandbox, through the official `e2b` SDK. The sandbox carries the workspace id
@@ -59,8 +59,8 @@ export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
    * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id.
    */
   constructor(options: E2BWorkspaceOptions = {}) {
-    checkOptionKeys('E2BWorkspace', options, E2B_KEYS);
-    const timeoutMs = options.timeoutMs ?? DEFAULT_E2B_TIMEOUT_MS;
+    const { common, own } = splitOptions('E2BWorkspace', options, E2B_KEYS);
+    const timeoutMs = own.timeoutMs ?? DEFAULT_E2B_TIMEOUT_MS;
     if (!Number.isInteger(timeoutMs) || timeoutMs < 10_000)
       throw new WsError(
         'INVALID_ARGUMENT',
@@ -69,23 +69,8 @@ export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
           details: { timeoutMs },
         },
       );
-    checkUserLabels(options.metadata, 'Metadata');
-    super({
-      ...engineOptions(options),
-      provider: new E2BProvider({
-        template: options.template ?? 'base',
-        apiKey: options.apiKey,
-        apiUrl: options.apiUrl,
-        domain: options.domain,
-        sandboxUrl: options.sandboxUrl,
-        timeoutMs,
-        requestTimeoutMs: options.requestTimeoutMs,
-        metadata: options.metadata,
-        env: options.env,
-        owner: options.owner,
-        gateway: options.gateway,
-      }),
-    });
+    checkUserLabels(own.metadata, 'Metadata');
+    super({ ...common, provider: new E2BProvider({ ...own, template: own.template ?? 'base', timeoutMs }) });
   }
 
   /** The id of the E2B sandbox this workspace is attached to, once initialized. */

@@ -2,6 +2,7 @@ import { Exec, KubeConfig } from '@kubernetes/client-node';
 import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
 import {
   Attachments,
+  type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -10,8 +11,9 @@ import {
 } from '@ws/core/backend';
 import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
 import { coreApi } from './api.js';
-import { CONTAINER_NAME, type PodSettings, WorkspaceObjects } from './k8s-objects.js';
+import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
 import { K8sSandbox, POD_WORKDIR } from './k8s-sandbox.js';
+import type { K8sWorkspaceOptions } from './k8s-workspace.js';
 import { objectName } from './names.js';
 
 /** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
@@ -22,17 +24,13 @@ const ATTACH_EVERY_MS = 60_000;
 /** A record not touched for this long belongs to a host that went away. */
 export const STALE_RECORD_MS = 180_000;
 
-/** Options of {@link K8sProvider}. */
-export interface K8sProviderOptions extends Omit<PodSettings, 'owner'> {
-  /** A loaded configuration (never changed), or the path of a kubeconfig file; default: the usual lookup. */
-  kubeConfig?: KubeConfig | string | undefined;
-  namespace?: string | undefined;
-  owner?: string | undefined;
-  deletePvcOnClose?: boolean | undefined;
-  gateway?: boolean | undefined;
-  /** The time limit of one API request and of opening an exec connection, in milliseconds. */
+/** Options of {@link K8sProvider}: the workspace class's own (documented there), defaults resolved. */
+export type K8sProviderOptions = OwnOptions<K8sWorkspaceOptions> & {
+  image: string;
+  storageSize: string;
+  startTimeoutMs: number;
   requestTimeoutMs: number;
-}
+};
 
 /**
  * One Pod and one PersistentVolumeClaim per workspace id, both named after the id and labelled with
@@ -79,7 +77,7 @@ export class K8sProvider implements Provider {
 
   private kubeConfig(): KubeConfig {
     if (this.config) return this.config;
-    const given = this.options.kubeConfig;
+    const given = this.options.kubeconfig;
     if (given instanceof KubeConfig) this.config = given;
     else {
       const config = new KubeConfig();
@@ -107,7 +105,7 @@ export class K8sProvider implements Provider {
       namespace,
       objectName(workspaceId),
       workspaceId,
-      { ...this.options, owner: this.options.owner ?? 'ws' },
+      { ...this.options, owner: this.options.owner ?? 'ws', timeoutMs: this.options.startTimeoutMs },
     );
     return this.objects;
   }

@@ -1,15 +1,21 @@
 import type { KubeConfig, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import {
+  checkUserLabels,
+  type OptionKeys,
+  type OwnOptions,
+  splitOptions,
+  WorkspaceEngine,
+} from '@ws/core/backend';
 import { DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { K8sProvider } from './k8s-provider.js';
 import { isLabelValue, MANAGED_BY_LABEL } from './names.js';
 
 /** The Pod image when none is given: any image with `sh` works; `node` 18+ adds the gateway and MCP. */
 export const DEFAULT_K8S_IMAGE = 'node:22-bookworm-slim';
-/** How long `initialize()` waits for the Pod to run when `timeoutMs` is not given. */
-export const DEFAULT_K8S_TIMEOUT_MS = 120_000;
+/** How long `initialize()` waits for the Pod to run when `startTimeoutMs` is not given. */
+export const DEFAULT_K8S_START_TIMEOUT_MS = 120_000;
 
 /** Options of {@link K8sWorkspace}. */
 export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
@@ -47,8 +53,12 @@ export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
    * the API); with one, its token is mounted as usual.
    */
   serviceAccount?: string;
-  /** How long `initialize()` waits for the Pod to run, in milliseconds. Default: {@link DEFAULT_K8S_TIMEOUT_MS}. */
-  timeoutMs?: number;
+  /**
+   * How long `initialize()` waits for the Pod to run (image pulled, scheduled, started), in
+   * milliseconds. Default: {@link DEFAULT_K8S_START_TIMEOUT_MS}. (A Pod has no time limit of its own:
+   * it runs until `close()`; `gcK8s` removes the ones hosts left behind.)
+   */
+  startTimeoutMs?: number;
   /**
    * How long one request to the API server may take (answer and body), and an exec connection to
    * open, in milliseconds: a connection that stops forwarding without closing fails the call with
@@ -61,26 +71,32 @@ export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
   gateway?: boolean;
 }
 
-const K8S_KEYS = [
-  'kubeconfig',
-  'namespace',
-  'image',
-  'imagePullPolicy',
-  'imagePullSecrets',
-  'storageSize',
-  'storageClassName',
-  'deletePvcOnClose',
-  'resources',
-  'env',
-  'labels',
-  'nodeSelector',
-  'tolerations',
-  'serviceAccount',
-  'timeoutMs',
-  'requestTimeoutMs',
-  'owner',
-  'gateway',
-] as const satisfies readonly (keyof K8sWorkspaceOptions)[];
+const K8S_KEYS: OptionKeys<K8sWorkspaceOptions> = {
+  kubeconfig: true,
+  namespace: true,
+  image: true,
+  imagePullPolicy: true,
+  imagePullSecrets: true,
+  storageSize: true,
+  storageClassName: true,
+  deletePvcOnClose: true,
+  resources: true,
+  env: true,
+  labels: true,
+  nodeSelector: true,
+  tolerations: true,
+  serviceAccount: true,
+  startTimeoutMs: true,
+  requestTimeoutMs: true,
+  owner: true,
+  gateway: true,
+};
+
+/** Options this class refuses on purpose, with what to use instead. */
+const K8S_HINTS = {
+  timeoutMs:
+    'a Pod has no time limit (it runs until close(); gcK8s removes the ones hosts left behind); the wait for it to run is "startTimeoutMs"',
+};
 
 const QUANTITY = /^\d+(\.\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$/;
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
@@ -89,10 +105,12 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
   return new WsError('INVALID_ARGUMENT', message, { details });
 }
 
-function checkOptions(options: K8sWorkspaceOptions): void {
-  const { timeoutMs, requestTimeoutMs, storageSize, namespace, owner, labels, env } = options;
-  if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs < 1_000))
-    throw invalid(`timeoutMs must be a whole number of at least 1 000, not ${timeoutMs}`, { timeoutMs });
+function checkOptions(options: OwnOptions<K8sWorkspaceOptions>): void {
+  const { startTimeoutMs, requestTimeoutMs, storageSize, namespace, owner, labels, env } = options;
+  if (startTimeoutMs !== undefined && (!Number.isInteger(startTimeoutMs) || startTimeoutMs < 1_000))
+    throw invalid(`startTimeoutMs must be a whole number of at least 1 000, not ${startTimeoutMs}`, {
+      startTimeoutMs,
+    });
   if (requestTimeoutMs !== undefined && (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 1_000))
     throw invalid(`requestTimeoutMs must be a whole number of at least 1 000, not ${requestTimeoutMs}`, {
       requestTimeoutMs,
@@ -130,29 +148,16 @@ export class K8sWorkspace extends WorkspaceEngine<K8sProvider> {
    * @throws WsError `INVALID_ARGUMENT` for an unknown or malformed option or an unsafe workspace id.
    */
   constructor(options: K8sWorkspaceOptions = {}) {
-    checkOptionKeys('K8sWorkspace', options, K8S_KEYS);
-    checkOptions(options);
+    const { common, own } = splitOptions('K8sWorkspace', options, K8S_KEYS, K8S_HINTS);
+    checkOptions(own);
     super({
-      ...engineOptions(options),
+      ...common,
       provider: new K8sProvider({
-        kubeConfig: options.kubeconfig,
-        namespace: options.namespace,
-        image: options.image ?? DEFAULT_K8S_IMAGE,
-        imagePullPolicy: options.imagePullPolicy,
-        imagePullSecrets: options.imagePullSecrets,
-        storageSize: options.storageSize ?? '1Gi',
-        storageClassName: options.storageClassName,
-        deletePvcOnClose: options.deletePvcOnClose,
-        resources: options.resources,
-        env: options.env,
-        labels: options.labels,
-        nodeSelector: options.nodeSelector,
-        tolerations: options.tolerations,
-        serviceAccount: options.serviceAccount,
-        timeoutMs: options.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS,
-        requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_K8S_REQUEST_TIMEOUT_MS,
-        owner: options.owner,
-        gateway: options.gateway,
+        ...own,
+        image: own.image ?? DEFAULT_K8S_IMAGE,
+        storageSize: own.storageSize ?? '1Gi',
+        startTimeoutMs: own.startTimeoutMs ?? DEFAULT_K8S_START_TIMEOUT_MS,
+        requestTimeoutMs: own.requestTimeoutMs ?? DEFAULT_K8S_REQUEST_TIMEOUT_MS,
       }),
     });
   }

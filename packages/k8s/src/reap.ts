@@ -15,6 +15,7 @@ import {
   type ReapProbe,
   readAttachedRecords,
   reapCandidates,
+  refuseRenamedOptions,
   timeOf,
   WS_LABELS,
 } from '@ws/core/backend';
@@ -23,7 +24,7 @@ import { httpCode, translateK8sError } from './errors.js';
 import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
 import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
 import { K8sSandbox } from './k8s-sandbox.js';
-import { DEFAULT_K8S_TIMEOUT_MS } from './k8s-workspace.js';
+import { DEFAULT_K8S_START_TIMEOUT_MS } from './k8s-workspace.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL } from './names.js';
 
 /** Options of {@link gcK8s}. */
@@ -33,10 +34,10 @@ export interface K8sGcOptions extends GcOptions {
   /** The namespace to reap. Default: the context's, else `default`. */
   namespace?: string | undefined;
   /**
-   * The `timeoutMs` the workspaces were given: a Pending Pod younger than this may be one a host is
-   * waiting for, and counts as in use. Default: 120 000, the workspaces' default.
+   * The `startTimeoutMs` the workspaces were given: a Pending Pod younger than this may be one a host
+   * is waiting for, and counts as in use. Default: 120 000, the workspaces' default.
    */
-  timeoutMs?: number | undefined;
+  startTimeoutMs?: number | undefined;
 }
 
 function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
@@ -63,7 +64,7 @@ function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
  * Pods: a running Pod is in use while a workspace object on any host keeps its attachment record in it
  * fresh (touched every minute, stale after three); otherwise it is idle since the newest of its
  * creation, its container's start and the last touch of a record. A Pending Pod younger than
- * `timeoutMs` is in use (a host may be waiting for it), an older one idle since its creation; one that
+ * `startTimeoutMs` is in use (a host may be waiting for it), an older one idle since its creation; one that
  * ended is idle since its container finished. Its PVC is stamped released when it goes.
  *
  * PersistentVolumeClaims (the files): `close()` keeps a workspace's PVC, so the id opened again finds
@@ -78,6 +79,7 @@ function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
  *   the report so far in `details.report`).
  */
 export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
+  refuseRenamedOptions('gcK8s', options, { timeoutMs: 'startTimeoutMs' });
   const checked = checkGcOptions(options);
   const ledger = new GcLedger(checked);
   const config = loadConfig(checked.kubeconfig);
@@ -85,7 +87,7 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
     checked.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
   const core = coreApi(config, DEFAULT_K8S_REQUEST_TIMEOUT_MS);
   const exec = new Exec(config);
-  const startWindowMs = checked.timeoutMs ?? DEFAULT_K8S_TIMEOUT_MS;
+  const startWindowMs = checked.startTimeoutMs ?? DEFAULT_K8S_START_TIMEOUT_MS;
   const selector = [
     `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
     `${WS_LABELS.workspace}=true`,

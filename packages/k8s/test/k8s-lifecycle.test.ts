@@ -7,7 +7,7 @@ import { generateId, isWsError } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
 import { afterAll, describe, expect, it } from 'vitest';
-import { K8sWorkspace } from '../src/index.js';
+import { gcK8s, K8sWorkspace } from '../src/index.js';
 import { objectName, workspaceSelector } from '../src/names.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
 
@@ -241,7 +241,12 @@ setInterval(() => {}, 1000);`;
     expect(() => new K8sWorkspace({ labels: { 'ws.owner': 'x' } })).toThrow(/workspace's own/);
     expect(() => new K8sWorkspace({ namespace: 'Not_Valid' })).toThrow(/namespace/);
     expect(() => new K8sWorkspace({ env: { 'A-B': '1' } })).toThrow(/environment variable/);
-    expect(() => new K8sWorkspace({ timeoutMs: 5 })).toThrow(/timeoutMs/);
+    expect(() => new K8sWorkspace({ startTimeoutMs: 5 })).toThrow(/startTimeoutMs must be/);
+    // One meaning per name: `timeoutMs` is a sandbox's lifetime elsewhere, and a Pod has none.
+    expect(() => new K8sWorkspace({ timeoutMs: 120_000 } as never)).toThrow(
+      /no option "timeoutMs"; a Pod has no time limit/,
+    );
+    await expect(gcK8s({ olderThanMs: 0, timeoutMs: 5 } as never)).rejects.toThrow(/use "startTimeoutMs"/);
     const broken = new K8sWorkspace({ kubeconfig: '/no/such/kubeconfig', workspaceId: generateId() });
     const error = await broken.initialize().catch((failure: unknown) => failure);
     expect(isWsError(error, 'INVALID_ARGUMENT'), String(error)).toBe(true);

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { type CommonWorkspaceOptions, WsError } from '@ws/core';
-import { checkOptionKeys, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkOptionKeys, engineOptions, type OptionKeys, WorkspaceEngine } from '@ws/core/backend';
 import { LocalProvider } from './local-provider.js';
 
 /** Options of {@link LocalWorkspace}. */
@@ -13,11 +13,7 @@ export interface LocalWorkspaceOptions extends CommonWorkspaceOptions {
   inheritEnv?: boolean;
 }
 
-const LOCAL_KEYS = [
-  'hostWorkdir',
-  'env',
-  'inheritEnv',
-] as const satisfies readonly (keyof LocalWorkspaceOptions)[];
+const LOCAL_KEYS: OptionKeys<LocalWorkspaceOptions> = { hostWorkdir: true, env: true, inheritEnv: true };
 
 /**
  * A workspace on the host: commands run as host processes in the workdir, files are host files, MCP

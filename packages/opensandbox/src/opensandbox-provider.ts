@@ -1,6 +1,7 @@
 import { ConnectionConfig, Sandbox, type SandboxInfo, SandboxManager } from '@alibaba-group/opensandbox';
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
@@ -11,6 +12,7 @@ import {
 import { RemoteAttachment } from '@ws/core/gateway';
 import { translateOpenSandboxError } from './errors.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
+import type { OpenSandboxWorkspaceOptions } from './opensandbox-workspace.js';
 
 /** The workdir inside an OpenSandbox sandbox (as AgentScope's). */
 export const OPENSANDBOX_WORKDIR = '/workspace';
@@ -30,23 +32,18 @@ export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 /** The states in which a sandbox still holds the workspace's files. */
 const LIVE_STATES = ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming'];
 
-/** Options of {@link OpenSandboxProvider}. */
-export interface OpenSandboxProviderOptions {
+/** Options of {@link OpenSandboxProvider}: the workspace class's own (documented there), defaults resolved. */
+export type OpenSandboxProviderOptions = OwnOptions<OpenSandboxWorkspaceOptions> & {
   image: string;
-  apiKey?: string | undefined;
-  domain?: string | undefined;
-  protocol?: 'http' | 'https' | undefined;
   /** The sandbox's time limit; null for none. */
   timeoutMs: number | null;
-  requestTimeoutMs?: number | undefined;
-  metadata?: Readonly<Record<string, string>> | undefined;
-  env?: Readonly<Record<string, string>> | undefined;
-  resources?: Readonly<Record<string, string>> | undefined;
-  entrypoint?: readonly string[] | undefined;
-  connectionConfig?: ConnectionConfig | undefined;
-  owner?: string | undefined;
-  gateway?: boolean | undefined;
-}
+};
+
+/** How to reach OpenSandbox: a connection of your own (`client`), or what makes one. */
+export type OpenSandboxConnection = Pick<
+  OpenSandboxWorkspaceOptions,
+  'apiKey' | 'domain' | 'protocol' | 'requestTimeoutMs' | 'client'
+>;
 
 /** A sandbox of the listing, as this provider reads it. */
 interface Found {
@@ -55,13 +52,9 @@ interface Found {
   readonly state: string;
 }
 
-export function connectionOf(
-  options: Pick<
-    OpenSandboxProviderOptions,
-    'apiKey' | 'domain' | 'protocol' | 'requestTimeoutMs' | 'connectionConfig'
-  >,
-): ConnectionConfig {
-  if (options.connectionConfig) return options.connectionConfig;
+/** The connection to use: the caller's own (`client`), else a new one from the options. */
+export function connectionOf(options: OpenSandboxConnection): ConnectionConfig {
+  if (options.client) return options.client;
   return new ConnectionConfig({
     ...(options.domain ? { domain: options.domain } : {}),
     ...(options.apiKey ? { apiKey: options.apiKey } : {}),
@@ -376,7 +369,7 @@ export class OpenSandboxProvider implements Provider {
  */
 export async function killOwnedSandboxes(
   owner: string,
-  connection: Pick<OpenSandboxProviderOptions, 'apiKey' | 'domain' | 'protocol' | 'connectionConfig'> = {},
+  connection: OpenSandboxConnection = {},
 ): Promise<string[]> {
   if (!owner) throw new WsError('INVALID_ARGUMENT', 'An owner tag is required');
   const config = connectionOf(connection);

@@ -1,7 +1,7 @@
 import type { ConnectionConfig } from '@alibaba-group/opensandbox';
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkOptionKeys, checkUserLabels, engineOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkUserLabels, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import {
   DEFAULT_OPENSANDBOX_IMAGE,
   DEFAULT_OPENSANDBOX_TIMEOUT_MS,
@@ -37,29 +37,37 @@ export interface OpenSandboxWorkspaceOptions extends CommonWorkspaceOptions {
   resources?: Readonly<Record<string, string>>;
   /** The sandbox's main process. Default: the SDK's (`tail -f /dev/null`). */
   entrypoint?: readonly string[];
-  /** A connection of your own (it is used as given, and never closed); the options above that configure one are then ignored. */
-  connectionConfig?: ConnectionConfig;
+  /**
+   * A connection of your own (the SDK's `ConnectionConfig`: used as given, never closed); the
+   * options above that configure one (`apiKey`, `domain`, `protocol`, `requestTimeoutMs`) are then
+   * ignored.
+   */
+  client?: ConnectionConfig;
   /** Owner tag put in the sandbox's metadata (`ws.owner`), for reaping. Default: `ws`. */
   owner?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
   gateway?: boolean;
 }
 
-const OPENSANDBOX_KEYS = [
-  'image',
-  'apiKey',
-  'domain',
-  'protocol',
-  'timeoutMs',
-  'requestTimeoutMs',
-  'metadata',
-  'env',
-  'resources',
-  'entrypoint',
-  'connectionConfig',
-  'owner',
-  'gateway',
-] as const satisfies readonly (keyof OpenSandboxWorkspaceOptions)[];
+const OPENSANDBOX_KEYS: OptionKeys<OpenSandboxWorkspaceOptions> = {
+  image: true,
+  apiKey: true,
+  domain: true,
+  protocol: true,
+  timeoutMs: true,
+  requestTimeoutMs: true,
+  metadata: true,
+  env: true,
+  resources: true,
+  entrypoint: true,
+  client: true,
+  owner: true,
+  gateway: true,
+};
+
+function invalid(message: string, details: Record<string, unknown>): WsError {
+  return new WsError('INVALID_ARGUMENT', message, { details });
+}
 
 /**
  * A workspace in an OpenSandbox sandbox, through the official `@alibaba-group/opensandbox` SDK. The
@@ -73,46 +81,23 @@ export class OpenSandboxWorkspace extends WorkspaceEngine<OpenSandboxProvider> {
    * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id.
    */
   constructor(options: OpenSandboxWorkspaceOptions = {}) {
-    checkOptionKeys('OpenSandboxWorkspace', options, OPENSANDBOX_KEYS);
-    const timeoutMs = options.timeoutMs === undefined ? DEFAULT_OPENSANDBOX_TIMEOUT_MS : options.timeoutMs;
+    const { common, own } = splitOptions('OpenSandboxWorkspace', options, OPENSANDBOX_KEYS);
+    const timeoutMs = own.timeoutMs === undefined ? DEFAULT_OPENSANDBOX_TIMEOUT_MS : own.timeoutMs;
     if (timeoutMs !== null && (!Number.isInteger(timeoutMs) || timeoutMs < 10_000))
-      throw new WsError(
-        'INVALID_ARGUMENT',
-        `timeoutMs must be null or a whole number of at least 10 000, not ${timeoutMs}`,
-        { details: { timeoutMs } },
-      );
-    const { requestTimeoutMs } = options;
-    if (requestTimeoutMs !== undefined && (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0))
-      throw new WsError(
-        'INVALID_ARGUMENT',
-        `requestTimeoutMs must be a positive number, not ${requestTimeoutMs}`,
-        {
-          details: { requestTimeoutMs },
-        },
-      );
-    if (options.protocol !== undefined && options.protocol !== 'http' && options.protocol !== 'https')
-      throw new WsError(
-        'INVALID_ARGUMENT',
-        `protocol must be "http" or "https", not ${String(options.protocol)}`,
-      );
-    checkUserLabels(options.metadata, 'Metadata');
-    super({
-      ...engineOptions(options),
-      provider: new OpenSandboxProvider({
-        image: options.image ?? DEFAULT_OPENSANDBOX_IMAGE,
-        apiKey: options.apiKey,
-        domain: options.domain,
-        protocol: options.protocol,
+      throw invalid(`timeoutMs must be null or a whole number of at least 10 000, not ${timeoutMs}`, {
         timeoutMs,
+      });
+    const { requestTimeoutMs, protocol } = own;
+    if (requestTimeoutMs !== undefined && (!Number.isFinite(requestTimeoutMs) || requestTimeoutMs <= 0))
+      throw invalid(`requestTimeoutMs must be a positive number, not ${requestTimeoutMs}`, {
         requestTimeoutMs,
-        metadata: options.metadata,
-        env: options.env,
-        resources: options.resources,
-        entrypoint: options.entrypoint,
-        connectionConfig: options.connectionConfig,
-        owner: options.owner,
-        gateway: options.gateway,
-      }),
+      });
+    if (protocol !== undefined && protocol !== 'http' && protocol !== 'https')
+      throw invalid(`protocol must be "http" or "https", not ${String(protocol)}`, { protocol });
+    checkUserLabels(own.metadata, 'Metadata');
+    super({
+      ...common,
+      provider: new OpenSandboxProvider({ ...own, image: own.image ?? DEFAULT_OPENSANDBOX_IMAGE, timeoutMs }),
     });
   }
 

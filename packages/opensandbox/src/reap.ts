@@ -8,6 +8,7 @@ import {
   type ReapProbe,
   readAttachedRecords,
   reapCandidates,
+  refuseRenamedOptions,
   timeOf,
   WS_LABELS,
 } from '@ws/core/backend';
@@ -17,17 +18,12 @@ import {
   connectionOf,
   DEFAULT_OPENSANDBOX_TIMEOUT_MS,
   OPENSANDBOX_WORKDIR,
-  type OpenSandboxProviderOptions,
+  type OpenSandboxConnection,
 } from './opensandbox-provider.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 
 /** Options of {@link gcOpenSandbox}. */
-export interface OpenSandboxGcOptions
-  extends GcOptions,
-    Pick<
-      OpenSandboxProviderOptions,
-      'apiKey' | 'domain' | 'protocol' | 'requestTimeoutMs' | 'connectionConfig'
-    > {
+export interface OpenSandboxGcOptions extends GcOptions, OpenSandboxConnection {
   /**
    * The `timeoutMs` the workspaces were given: an attachment record older than this belongs to a host
    * that went away. Default: 300 000, the workspaces' default.
@@ -54,6 +50,7 @@ const REAPABLE = ['Running', 'Paused'];
  *   `details.report`).
  */
 export async function gcOpenSandbox(options: OpenSandboxGcOptions): Promise<GcReport> {
+  refuseRenamedOptions('gcOpenSandbox', options, { connectionConfig: 'client' });
   const checked = checkGcOptions(options);
   const staleMs = checked.staleAfterMs ?? DEFAULT_OPENSANDBOX_TIMEOUT_MS;
   if (typeof staleMs !== 'number' || !(staleMs > 0))

@@ -6,7 +6,7 @@ import { ConnectionConfig, Sandbox, SandboxManager } from '@alibaba-group/opensa
 import { generateId, isWsError } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
-import { killOwnedSandboxes, OpenSandboxWorkspace } from '../src/index.js';
+import { gcOpenSandbox, killOwnedSandboxes, OpenSandboxWorkspace } from '../src/index.js';
 import { connection, type EmulatorConnection, emulatorProblem, stopEmulator } from './emulator.js';
 
 // What the OpenSandbox backend promises beyond the conformance suite, through the unmodified SDK
@@ -56,7 +56,8 @@ describe.skipIf(problem !== undefined)('OpenSandboxWorkspace on the emulator', (
     await first.close();
     // Pausing takes the server a moment.
     await expect.poll(() => sandboxesOf(workspaceId), { timeout: 15_000 }).toEqual([[sandboxId, 'Paused']]);
-    const second = open(workspaceId);
+    // A connection of the caller's own is used as given: the key beside it is ignored.
+    const second = open(workspaceId, { client: config(), apiKey: 'not-the-key' });
     await second.initialize();
     expect(second.sandboxId).toBe(sandboxId);
     expect(Buffer.from(await second.getSandbox().readFile('kept.bin')).equals(bytes)).toBe(true);
@@ -180,6 +181,12 @@ setInterval(() => {}, 1000);`;
     expect(() => new OpenSandboxWorkspace({ image: 'x', nope: 1 } as never)).toThrow(/nope/);
     expect(() => new OpenSandboxWorkspace({ metadata: { 'ws.workspace.id': 'x' } })).toThrow(/ws\./);
     expect(() => new OpenSandboxWorkspace({ timeoutMs: 5 })).toThrow(/timeoutMs/);
+    expect(() => new OpenSandboxWorkspace({ connectionConfig: config() } as never)).toThrow(
+      /no option "connectionConfig"; use "client"/,
+    );
+    await expect(gcOpenSandbox({ olderThanMs: 0, connectionConfig: config() } as never)).rejects.toThrow(
+      /use "client"/,
+    );
     const refused = open(generateId(), { apiKey: 'not-the-key' });
     const error = await refused.initialize().catch((failure: unknown) => failure);
     expect(isWsError(error, 'PERMISSION_DENIED'), String(error)).toBe(true);

@@ -52,9 +52,21 @@ export function engineOptions(options: CommonWorkspaceOptions): CommonWorkspaceO
 }
 
 /**
+ * A backend's own options: its workspace class's options without the common ones. A provider's
+ * options are derived from it, so an option is declared (and documented) once, on the workspace class.
+ */
+export type OwnOptions<T extends CommonWorkspaceOptions> = Omit<T, keyof CommonWorkspaceOptions>;
+
+/**
+ * Every own option key of a workspace class, each once (`{ image: true, … }`): an option added to the
+ * options interface and missing here, or listed here and missing there, fails to compile.
+ */
+export type OptionKeys<T extends CommonWorkspaceOptions> = { readonly [K in keyof OwnOptions<T>]-?: true };
+
+/**
  * Names used by other libraries (AgentScope, the vendor SDKs) or by earlier versions for options
  * every backend spells one way: the host folder bound as the workdir, the injected vendor client, the
- * host folder for the backend's own state.
+ * host folder for the backend's own state, the sandbox's time limit.
  */
 const RENAMED: Readonly<Record<string, string>> = {
   workdir: 'hostWorkdir',
@@ -62,35 +74,91 @@ const RENAMED: Readonly<Record<string, string>> = {
   cwd: 'hostWorkdir',
   docker: 'client',
   sdk: 'client',
+  connectionConfig: 'client',
   hostCacheDir: 'hostRuntimeDir',
   runtimeDir: 'hostRuntimeDir',
   id: 'workspaceId',
   workspace_id: 'workspaceId',
   timeout: 'timeoutMs',
+  autoStopInterval: 'timeoutMs',
 };
+
+function unknownOption(
+  className: string,
+  key: string,
+  known: ReadonlySet<string>,
+  hint: string | undefined,
+): WsError {
+  const instead = RENAMED[key];
+  const use = instead !== undefined && known.has(instead) ? instead : undefined;
+  const why = hint ?? (use ? `use ${JSON.stringify(use)}` : undefined);
+  return new WsError(
+    'INVALID_ARGUMENT',
+    `${className} has no option ${JSON.stringify(key)}${why ? `; ${why}` : ''}`,
+    {
+      details: { option: key, ...(use ? { use } : {}) },
+    },
+  );
+}
 
 /**
  * Refuses option keys a workspace class does not know, so that a misspelt or foreign option (plain
  * JavaScript passes anything) is never silently ignored. `signal` is allowed (the static `open`
- * passes it on).
+ * passes it on). `hints` says, for a key the class refuses on purpose, what to use instead.
  * @throws WsError `INVALID_ARGUMENT` naming the key and, where there is one, the name to use.
  */
-export function checkOptionKeys(
+export function checkOptionKeys<T extends CommonWorkspaceOptions>(
   className: string,
-  options: object | undefined,
-  backendKeys: readonly string[],
+  options: T | undefined,
+  ownKeys: NoInfer<OptionKeys<T>>,
+  hints: Readonly<Record<string, string>> = {},
 ): void {
   if (options === undefined) return;
   if (typeof options !== 'object' || options === null)
     throw new WsError('INVALID_ARGUMENT', `${className} takes an options object`);
-  const known = new Set<string>([...COMMON_KEYS, ...backendKeys, 'signal']);
-  for (const key of Object.keys(options)) {
-    if (known.has(key)) continue;
-    const instead = RENAMED[key];
-    throw new WsError(
-      'INVALID_ARGUMENT',
-      `${className} has no option ${JSON.stringify(key)}${instead && known.has(instead) ? `; use ${JSON.stringify(instead)}` : ''}`,
-      { details: { option: key, ...(instead && known.has(instead) ? { use: instead } : {}) } },
-    );
+  const known = new Set<string>([...COMMON_KEYS, ...Object.keys(ownKeys), 'signal']);
+  for (const key of Object.keys(options))
+    if (!known.has(key)) throw unknownOption(className, key, known, hints[key]);
+}
+
+/**
+ * Checks a workspace class's option keys (see {@link checkOptionKeys}) and splits the options: the
+ * common ones for the engine, the backend's own (only those set) for its provider.
+ * @throws WsError `INVALID_ARGUMENT` for an unknown key.
+ */
+export function splitOptions<T extends CommonWorkspaceOptions>(
+  className: string,
+  options: T | undefined,
+  ownKeys: NoInfer<OptionKeys<T>>,
+  hints?: Readonly<Record<string, string>>,
+): { common: CommonWorkspaceOptions; own: OwnOptions<T> } {
+  checkOptionKeys<T>(className, options, ownKeys, hints);
+  const own: Record<string, unknown> = {};
+  for (const key of Object.keys(ownKeys)) {
+    const value = (options as Record<string, unknown> | undefined)?.[key];
+    if (value !== undefined) own[key] = value;
   }
+  return { common: engineOptions(options ?? {}), own: own as OwnOptions<T> };
+}
+
+/**
+ * Refuses the earlier names of a function's options (`renamed`: old name → what to use), for the
+ * option bags that take foreign keys through (the reapers' options extend the vendor's connection).
+ * @throws WsError `INVALID_ARGUMENT` naming the old key and the new one.
+ */
+export function refuseRenamedOptions(
+  owner: string,
+  options: object | undefined,
+  renamed: Readonly<Record<string, string>>,
+): void {
+  if (typeof options !== 'object' || options === null) return;
+  for (const [key, use] of Object.entries(renamed))
+    if (key in options && (options as Record<string, unknown>)[key] !== undefined)
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `${owner} has no option ${JSON.stringify(key)}; use ${JSON.stringify(use)}`,
+        {
+          details: { option: key, use },
+        },
+      );
 }
