@@ -1,7 +1,6 @@
 import { Exec, KubeConfig } from '@kubernetes/client-node';
-import { type CallOptions, WsError, type Sandbox as WsSandbox } from '@ws/core';
+import { type CallOptions, WsError } from '@ws/core';
 import {
-  Attachments,
   type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
@@ -9,7 +8,7 @@ import {
   throwIfAborted,
   withRetry,
 } from '@ws/core/backend';
-import { type GatewayLink, openRemoteGateway, readGatewayAsset } from '@ws/core/gateway';
+import { RemoteAttachment } from '@ws/core/gateway';
 import { coreApi } from './api.js';
 import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
 import { K8sSandbox, POD_WORKDIR } from './k8s-sandbox.js';
@@ -18,7 +17,7 @@ import { objectName } from './names.js';
 
 /** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
 const GATEWAY_HOME = '/tmp/.ws';
-/** Where each workspace object attached to the Pod keeps its record (see {@link Attachments}). */
+/** Where each workspace object attached to the Pod keeps its record (see `Attachments` in @ws/core/backend). */
 export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 const ATTACH_EVERY_MS = 60_000;
 /** A record not touched for this long belongs to a host that went away. */
@@ -47,12 +46,8 @@ export class K8sProvider implements Provider {
   readonly persistent = true;
   private config: KubeConfig | undefined;
   private objects: WorkspaceObjects | undefined;
-  private direct: K8sSandbox | undefined;
-  private session: WsSandbox | undefined;
-  private link: GatewayLink | undefined;
-  private keepAlive: NodeJS.Timeout | undefined;
-  private bundleBytes: Promise<Uint8Array> | undefined;
-  private readonly attachments = new Attachments(ATTACHED_DIR, STALE_RECORD_MS);
+  /** This object's hold on the Pod, while open. */
+  private attached: RemoteAttachment<WorkspaceObjects> | undefined;
   /** Milliseconds the last open took to find or create the Pod (before the gateway). */
   attachMs: number | undefined;
   /** Whether the last open created the Pod (false: it re-attached to a running one). */
@@ -72,7 +67,7 @@ export class K8sProvider implements Provider {
 
   /** Milliseconds the gateway took to start, once it answered. */
   get gatewayStartMs(): number | undefined {
-    return this.link?.startedMs;
+    return this.attached?.gatewayStartMs;
   }
 
   private kubeConfig(): KubeConfig {
@@ -128,75 +123,41 @@ export class K8sProvider implements Provider {
       container: CONTAINER_NAME,
       connectTimeoutMs: this.options.requestTimeoutMs,
     });
-    this.direct = direct;
-    const warnings: string[] = [];
-    this.startKeepAlive();
-    if (this.options.gateway === false)
-      return this.attach({ sandbox: direct, workdir: POD_WORKDIR, warnings });
-    const { session, link } = await openRemoteGateway(
-      {
-        direct,
-        // One exec whose socket stays open: the gateway serves every request over its stdin and stdout.
-        start: (argv) => direct.spawn(argv, { cwd: '/' }),
-        home: GATEWAY_HOME,
-        workdir: POD_WORKDIR,
-        bundle: () => this.bundle(),
-        via: 'exec',
-        noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through exec directly, and MCP servers cannot run`,
-      },
-      options,
-      warnings,
-    );
-    this.link = link;
-    return this.attach(session);
-  }
-
-  /** Records this object among the Pod's users. */
-  private async attach(session: ProviderSession): Promise<ProviderSession> {
-    this.session = session.sandbox;
-    await this.touchAttachment();
-    return session;
-  }
-
-  private async touchAttachment(): Promise<void> {
-    await this.attachments.touch(this.session);
-  }
-
-  /** Removes this object's record; true when another object that may still be open has a fresh one. */
-  private detach(): Promise<boolean> {
-    return this.attachments.release(this.session);
-  }
-
-  private startKeepAlive(): void {
-    this.keepAlive = setInterval(() => void this.touchAttachment().catch(() => {}), ATTACH_EVERY_MS);
-    this.keepAlive.unref();
-  }
-
-  /** The gateway bundle this package ships (read once). */
-  private bundle(): Promise<Uint8Array> {
-    this.bundleBytes ??= readGatewayAsset(import.meta.url);
-    return this.bundleBytes;
+    this.attached = new RemoteAttachment({
+      vendor: objects,
+      direct,
+      workdir: POD_WORKDIR,
+      records: { folder: ATTACHED_DIR, staleMs: STALE_RECORD_MS },
+      // A Pod has no time limit: the beat only keeps this object's record fresh.
+      keepAlive: { everyMs: ATTACH_EVERY_MS, tick: async () => {} },
+      gateway:
+        this.options.gateway === false
+          ? false
+          : {
+              // One exec whose socket stays open: the gateway serves every request over its stdin and stdout.
+              start: (argv) => direct.spawn(argv, { cwd: '/' }),
+              home: GATEWAY_HOME,
+              via: 'exec',
+              noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through exec directly, and MCP servers cannot run`,
+            },
+      assetUrl: import.meta.url,
+    });
+    return this.attached.open(options, []);
   }
 
   /** True while the Pod exists, is not being deleted, and runs. */
   async alive(): Promise<boolean> {
     const objects = this.objects;
-    if (!objects || !this.direct) return false;
+    if (!objects || !this.attached) return false;
     const pod = await objects.readPod().catch(() => undefined);
     return pod !== undefined && !pod.metadata?.deletionTimestamp && pod.status?.phase === 'Running';
   }
 
-  /** Stops the gateway and the processes this object spawned, and forgets the Pod. */
+  /** Stops the gateway and the processes this object spawned, and forgets the Pod (a lost one's record goes with it). */
   private async release(): Promise<void> {
-    if (this.keepAlive) clearInterval(this.keepAlive);
-    this.keepAlive = undefined;
-    this.session = undefined;
-    const link = this.link;
-    this.link = undefined;
-    const direct = this.direct;
-    this.direct = undefined;
-    await link?.stop().catch(() => {});
-    await direct?.killSpawned().catch(() => {});
+    const attached = this.attached;
+    this.attached = undefined;
+    await attached?.close().catch(() => false);
   }
 
   /**
@@ -206,8 +167,9 @@ export class K8sProvider implements Provider {
    */
   async close(options: CallOptions = {}): Promise<void> {
     const objects = this.objects;
-    const shared = this.session ? await this.detach() : false;
-    await this.release();
+    const attached = this.attached;
+    this.attached = undefined;
+    const shared = (await attached?.close()) ?? false;
     if (!objects || shared) return;
     await objects.deletePod(options.signal);
     if (this.options.deletePvcOnClose) await objects.deleteClaim(options.signal);
