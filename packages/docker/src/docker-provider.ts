@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { chmod, lstat, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { type CallOptions, WsError } from '@ws/core';
 import {
   assertDeletableHostDir,
@@ -18,34 +18,28 @@ import {
   WS_LABELS,
 } from '@ws/core/backend';
 import {
-  type GatewayLauncher,
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
-  gatewayBundleName,
   installGateway,
   readGatewayAsset,
-  sandboxGatewayLauncher,
 } from '@ws/core/gateway';
 import Docker from 'dockerode';
 import { othersAttached, recordAttachment } from './attachments.js';
+import {
+  containerNode,
+  dockerGatewayLauncher,
+  GATEWAY_HOME,
+  GATEWAY_RUN,
+  placeGatewayBundle,
+} from './docker-gateway.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 import type { DockerWorkspaceOptions } from './docker-workspace.js';
 import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 import { missingImageHint } from './image-build.js';
 
-/**
- * How the host reaches the gateway in the container: `unix`, its socket in a bind-mounted host
- * folder; `relay`, a command through the Engine API per request. (The gateway listens on a socket or
- * loopback only, which no published port reaches, so there is no TCP channel.)
- */
-export type DockerGatewayChannel = 'unix' | 'relay';
-
 /** Options of {@link DockerProvider}: the workspace class's own (documented there), the image resolved. */
 export type DockerProviderOptions = OwnOptions<DockerWorkspaceOptions> & { image: string };
-
-const GATEWAY_HOME = '/opt/ws';
-const GATEWAY_RUN = '/ws/run';
 
 /**
  * Creates the workspace's layout (`data/`, `sessions/`, `skills/.seed/`) in the container's workdir.
@@ -184,7 +178,7 @@ export class DockerProvider implements Provider {
     this.attachMs = performance.now() - started;
     const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, this.runAs);
     if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR };
-    const node = await this.nodeOf(container, sandbox, runtime);
+    const node = await containerNode(container, sandbox, runtime);
     if (!node) return { sandbox, workdir: CONTAINER_WORKDIR };
     // Placed with the container when this object created it; otherwise one look finds it there.
     const bundlePath = await installGateway(
@@ -193,7 +187,15 @@ export class DockerProvider implements Provider {
       await this.bundle(),
       options,
     );
-    const link = new GatewayLink(this.launcher(sandbox, shared, sockets, node, bundlePath));
+    const link = new GatewayLink(
+      dockerGatewayLauncher(sandbox, {
+        shared,
+        sockets,
+        node,
+        bundlePath,
+        channel: this.options.gatewayChannel,
+      }),
+    );
     this.link = link;
     // Not waited for: the first calls go through the Engine API while it starts.
     link.startInBackground();
@@ -210,82 +212,10 @@ export class DockerProvider implements Provider {
     if (attachment) await rm(attachment, { force: true }).catch(() => {});
   }
 
-  /**
-   * The host folder holding the gateway bundle, shared by the containers of this runtime folder and
-   * bound read-only into each: readable by any user in the container (it holds nothing secret),
-   * written only by the host, under a content-addressed name.
-   */
-  private async gatewayHome(): Promise<string> {
-    const home = join(dirname(this.runtimeDir()), 'gateway');
-    await privateHostDir(dirname(home));
-    await mkdir(home, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EEXIST') throw error;
-    });
-    const info = await lstat(home);
-    if (!info.isDirectory() || info.uid !== (process.getuid?.() ?? info.uid))
-      throw new WsError('PERMISSION_DENIED', `${home} must be a directory of this user, not a link`);
-    await chmod(home, 0o755);
-    const bundle = await this.bundle();
-    const path = join(home, gatewayBundleName(bundle));
-    if (
-      !(await stat(path).then(
-        (found) => found.size === bundle.byteLength,
-        () => false,
-      ))
-    ) {
-      const temporary = `${path}.${process.pid}.tmp`;
-      await writeFile(temporary, bundle, { mode: 0o644 });
-      await rename(temporary, path);
-    }
-    return home;
-  }
-
   /** The gateway bundle this package ships (read once). */
   private bundle(): Promise<Uint8Array> {
     this.bundleBytes ??= readGatewayAsset(import.meta.url);
     return this.bundleBytes;
-  }
-
-  /**
-   * The container's node, looked up along its PATH through the archive API (no command runs), once
-   * per container and remembered in the runtime folder. Its version is not checked here: a node too
-   * old for the gateway shows in the gateway's log when it fails to start.
-   */
-  private async nodeOf(
-    container: Docker.Container,
-    sandbox: DockerSandbox,
-    runtime: string,
-  ): Promise<string | undefined> {
-    const info = await container.inspect();
-    const cache = join(runtime, 'node.json');
-    const remembered = await readFile(cache, 'utf8')
-      .then((text) => JSON.parse(text) as { container: string; node: string | null })
-      .catch(() => undefined);
-    if (
-      remembered?.container === info.Id &&
-      (typeof remembered.node === 'string' || remembered.node === null)
-    )
-      return remembered.node ?? undefined;
-    const path =
-      info.Config.Env?.find((entry) => entry.startsWith('PATH='))?.slice(5) ??
-      '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
-    const candidates = path
-      .split(':')
-      .filter((folder) => folder.startsWith('/'))
-      .map((folder) => posix.join(folder, 'node'));
-    const found = await Promise.all(
-      candidates.map((candidate) =>
-        sandbox.stat(candidate).then(
-          (stat) => (stat.type === 'file' ? candidate : undefined),
-          () => undefined,
-        ),
-      ),
-    );
-    const node = found.find((candidate) => candidate !== undefined);
-    await writeFile(cache, JSON.stringify({ container: info.Id, node: node ?? null }), { mode: 0o600 }).catch(
-      () => {},
-    );
-    return node;
   }
 
   /**
@@ -355,7 +285,10 @@ export class DockerProvider implements Provider {
     }
     const binds = [`${shared}:${GATEWAY_RUN}:rw`];
     // The gateway bundle, from a host folder the container reads but cannot write: nothing to upload.
-    if (this.options.gateway !== false) binds.push(`${await this.gatewayHome()}:${GATEWAY_HOME}:ro`);
+    if (this.options.gateway !== false)
+      binds.push(
+        `${await placeGatewayBundle(await privateHostDir(dirname(this.runtimeDir())), await this.bundle())}:${GATEWAY_HOME}:ro`,
+      );
     if (this.options.hostWorkdir !== undefined)
       binds.push(`${resolve(this.options.hostWorkdir)}:${CONTAINER_WORKDIR}:rw`);
     if (this.options.volume !== undefined) binds.push(`${this.options.volume}:${CONTAINER_WORKDIR}:rw`);
@@ -397,26 +330,6 @@ export class DockerProvider implements Provider {
     const uid = process.getuid?.();
     if (uid === undefined || uid === 0 || this.options.hostWorkdir === undefined) return undefined;
     return { uid, gid: process.getgid?.() ?? uid };
-  }
-
-  private launcher(
-    sandbox: DockerSandbox,
-    shared: string,
-    sockets: string,
-    node: string,
-    bundlePath: string,
-  ): GatewayLauncher {
-    return sandboxGatewayLauncher({
-      // An attached exec: closing its stream (or this process dying) closes the gateway's stdin.
-      start: (argv) => sandbox.spawn(argv, { cwd: '/' }),
-      node,
-      bundle: bundlePath,
-      workdir: CONTAINER_WORKDIR,
-      socket:
-        this.options.gatewayChannel === 'relay'
-          ? { kind: 'relay', inside: GATEWAY_RUN, sandbox }
-          : { kind: 'pinned', inside: GATEWAY_RUN, shared, pinned: sockets },
-    });
   }
 
   /** True while the container exists and runs. */

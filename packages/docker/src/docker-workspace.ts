@@ -1,7 +1,8 @@
 import type { CommonWorkspaceOptions } from '@ws/core';
 import { type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import type Docker from 'dockerode';
-import { containerName, type DockerGatewayChannel, DockerProvider } from './docker-provider.js';
+import type { DockerGatewayChannel } from './docker-gateway.js';
+import { containerName, DockerProvider } from './docker-provider.js';
 import {
   DEFAULT_DOCKER_IMAGE,
   type DockerImageResult,

@@ -1,4 +1,4 @@
-export type { DockerGatewayChannel } from './docker-provider.js';
+export type { DockerGatewayChannel } from './docker-gateway.js';
 export { DEFAULT_DOCKER_IMAGE, DockerWorkspace, type DockerWorkspaceOptions } from './docker-workspace.js';
 export { dockerProblem } from './engine-check.js';
 export { type DockerWorkspacesOptions, dockerWorkspaces } from './factory.js';
