@@ -60,12 +60,7 @@ export { toolResultFromMcp } from './backend/mcp-convert.js';
 export type { OffloadedContext } from './backend/offload-reader.js';
 export { readOffloadedContext } from './backend/offload-reader.js';
 export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './backend/paths.js';
-export {
-  completeSandbox,
-  POSIX_WRITE_SCRIPTS,
-  temporaryBeside,
-  writeThroughTemporary,
-} from './backend/posix-fallbacks.js';
+export { completeSandbox } from './backend/posix-fallbacks.js';
 export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
 export { shellJoin, shellQuote } from './backend/quote.js';
 export type { ReapCandidate, ReapProbe } from './backend/reap-loop.js';
@@ -83,6 +78,11 @@ export {
   responseHeader,
   vendorErrorMapper,
 } from './backend/vendor-errors.js';
+export {
+  POSIX_WRITE_SCRIPTS,
+  temporaryBeside,
+  writeThroughTemporary,
+} from './backend/write-through-temporary.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
 export {
   checkOptionKeys,

@@ -15,8 +15,9 @@ export {
   parseGatewayJson,
   readText,
 } from './gateway/client.js';
+export { GatewayMcpConnector } from './gateway/gateway-mcp.js';
 export type { GatewaySandboxOptions } from './gateway/gateway-sandbox.js';
-export { GatewayMcpConnector, GatewaySandbox } from './gateway/gateway-sandbox.js';
+export { GatewaySandbox } from './gateway/gateway-sandbox.js';
 export {
   GATEWAY_MIN_NODE_MAJOR,
   gatewayBundleName,

@@ -1,12 +1,12 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, readFileSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { isWsError, WsError } from '@ws/core';
 import { abortError, throwIfAborted } from '@ws/core/backend';
 import Docker from 'dockerode';
+import { buildFromDebian } from './image-debian.js';
 
 /** The image used when none is given: get it with `npx ws-docker-image` or `DockerWorkspace.ensureImage()`. */
 export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
@@ -74,8 +74,6 @@ export interface EnsureDockerImageOptions {
 const ENSURE_KEYS = new Set(['image', 'from', 'onProgress', 'signal', 'client']);
 const FINGERPRINT_LABEL = 'ws.image.fingerprint';
 const HEARTBEAT_MS = 10_000;
-const DOCKERFILE_HINT =
-  "or build from the Dockerfile instead (ws-docker-image --from dockerfile, or from: 'dockerfile')";
 
 /** The command that builds `image`, as a missing-image error should name it. */
 export function imageCommand(image: string): string {
@@ -111,8 +109,8 @@ export async function buildDockerImage(options: BuildDockerImageOptions = {}): P
   const before = await inspectImage(docker, tag);
   const progress = new Progress(started, options.onProgress);
   try {
-    if (from === 'debian') await buildFromDebian(tag, options, progress);
-    else await buildFromDockerfile(docker, tag, options, progress);
+    if (from === 'dockerfile') await buildFromDockerfile(docker, tag, options, progress);
+    else await buildFromDebian(join(DOCKER_IMAGE_DIR, 'build-image.sh'), tag, options, progress);
   } finally {
     progress.stop();
   }
@@ -161,7 +159,7 @@ export async function ensureDockerImage(options: EnsureDockerImageOptions = {}):
 }
 
 /** Progress lines `[12s] step`, and a line every few seconds while a step runs quietly. */
-class Progress {
+export class Progress {
   private step = 'starting';
   private readonly timer: ReturnType<typeof setInterval> | undefined;
 
@@ -192,83 +190,6 @@ class Progress {
       // A failing progress callback does not stop the build.
     }
   }
-}
-
-async function buildFromDebian(
-  tag: string,
-  options: BuildDockerImageOptions,
-  progress: Progress,
-): Promise<void> {
-  if (!onPath('docker'))
-    throw new WsError(
-      'BACKEND_UNAVAILABLE',
-      `The docker CLI is not on PATH (the debian build drives it): install it, ${DOCKERFILE_HINT}`,
-      { details: { image: tag, from: 'debian' } },
-    );
-  const script = join(DOCKER_IMAGE_DIR, 'build-image.sh');
-  progress.line(`from debian: ${script} ${tag}`);
-  const env: NodeJS.ProcessEnv = { ...process.env, FORCE: options.force ? '1' : '' };
-  if (options.mirror !== undefined) env.MIRROR = options.mirror;
-  // Its own process group, so that an abort stops debootstrap and docker too, not only bash.
-  const child = spawn('bash', [script, tag], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  const errors: string[] = [];
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    if (line.trim()) progress.line(line.replace(/^build-image: /, ''));
-  });
-  createInterface({ input: child.stderr! }).on('line', (line) => {
-    if (!line.trim()) return;
-    errors.push(line);
-    if (errors.length > 30) errors.shift();
-    progress.line(line.replace(/^build-image: /, ''), !line.startsWith('build-image: '));
-  });
-  const code = await waitFor(child, options.signal);
-  if (code === 0) return;
-  const last = errors.findLast((line) => line.startsWith('build-image: ')) ?? errors.at(-1);
-  const reason = last?.replace(/^build-image: /, '') ?? `build-image.sh exited with code ${code}`;
-  const details = { image: tag, from: 'debian', exitCode: code, log: errors };
-  if (reason.includes('debootstrap is missing'))
-    throw new WsError(
-      'BACKEND_UNAVAILABLE',
-      `debootstrap is missing: install it as root (apt-get install debootstrap), ${DOCKERFILE_HINT}`,
-      { details },
-    );
-  if (reason.includes('needs root'))
-    throw new WsError(
-      'BACKEND_UNAVAILABLE',
-      `The debian build runs debootstrap, which needs root: run it as root (e.g. sudo npx ws-docker-image), ${DOCKERFILE_HINT}`,
-      { details },
-    );
-  throw new WsError('BACKEND_ERROR', `Building ${tag} from debian failed: ${reason}`, { details });
-}
-
-/** Waits for the build script; on abort, stops its whole process group and throws `ABORTED` once it exited. */
-function waitFor(child: ChildProcess, signal: AbortSignal | undefined): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const kill = (how: NodeJS.Signals) => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, how);
-      } catch {
-        // Already gone.
-      }
-    };
-    let hard: ReturnType<typeof setTimeout> | undefined;
-    const onAbort = () => {
-      kill('SIGTERM');
-      hard = setTimeout(() => kill('SIGKILL'), 10_000);
-      hard.unref();
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.once('error', (error) => {
-      signal?.removeEventListener('abort', onAbort);
-      reject(new WsError('BACKEND_UNAVAILABLE', `Cannot run bash for the debian build: ${error.message}`));
-    });
-    child.once('close', (code, killedBy) => {
-      signal?.removeEventListener('abort', onAbort);
-      if (hard) clearTimeout(hard);
-      if (signal?.aborted) reject(abortError(signal));
-      else resolve(code ?? (killedBy ? 128 : 1));
-    });
-  });
 }
 
 async function buildFromDockerfile(
@@ -414,17 +335,6 @@ async function inspectImage(docker: Docker, name: string): Promise<Docker.ImageI
       { cause: error },
     );
   }
-}
-
-function onPath(command: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => {
-    try {
-      accessSync(join(dir || '.', command), constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
 }
 
 /** `257 MB`, as build-image.sh prints sizes. */

@@ -6,14 +6,13 @@ import type {
   V1Toleration,
 } from '@kubernetes/client-node';
 import { WsError } from '@ws/core';
-import { layoutPaths, shellQuote, throwIfAborted, WS_LABELS } from '@ws/core/backend';
+import { throwIfAborted, WS_LABELS } from '@ws/core/backend';
 import { httpCode, statusOf, translateK8sError } from './errors.js';
-import { POD_WORKDIR } from './k8s-sandbox.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
+import { CONTAINER_NAME, podManifest } from './pod-spec.js';
 
-/** The container of a workspace's Pod. */
-export const CONTAINER_NAME = 'workspace';
-const VOLUME_NAME = 'workspace';
+export { CONTAINER_NAME } from './pod-spec.js';
+
 /** Waiting reasons and conditions that will not pass by themselves: initialize fails at once on them. */
 const FATAL_WAITING = new Set([
   'ErrImagePull',
@@ -43,23 +42,6 @@ export interface PodSettings {
   owner: string;
   /** How long to wait for the Pod to run, in milliseconds. */
   timeoutMs: number;
-}
-
-/** PID 1 of the Pod: lays the workdir out, then waits, exiting at once on SIGTERM. */
-function podCommand(): string[] {
-  const { dataDir, skillsDir, skillSeedDir, sessionsDir } = layoutPaths(POD_WORKDIR);
-  const [data, sessions, skills, seed] = [dataDir, sessionsDir, skillsDir, skillSeedDir].map((path) =>
-    shellQuote(path),
-  );
-  return [
-    'sh',
-    '-c',
-    [
-      `mkdir -p ${data} ${sessions} 2>/dev/null`,
-      `if [ ! -d ${skills} ] || [ -d ${seed} ]; then mkdir -p ${seed} 2>/dev/null; fi`,
-      'trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done',
-    ].join('\n'),
-  ];
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -214,41 +196,6 @@ export class WorkspaceObjects {
     );
   }
 
-  private podBody(): V1Pod {
-    const settings = this.settings;
-    return {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: this.metadata(),
-      spec: {
-        restartPolicy: 'OnFailure',
-        terminationGracePeriodSeconds: 5,
-        // The agent runs in this Pod: no API token in it unless a service account is asked for.
-        automountServiceAccountToken: settings.serviceAccount !== undefined,
-        ...(settings.serviceAccount ? { serviceAccountName: settings.serviceAccount } : {}),
-        ...(settings.nodeSelector ? { nodeSelector: { ...settings.nodeSelector } } : {}),
-        ...(settings.tolerations ? { tolerations: [...settings.tolerations] } : {}),
-        ...(settings.imagePullSecrets
-          ? { imagePullSecrets: settings.imagePullSecrets.map((name) => ({ name })) }
-          : {}),
-        containers: [
-          {
-            name: CONTAINER_NAME,
-            image: settings.image,
-            ...(settings.imagePullPolicy ? { imagePullPolicy: settings.imagePullPolicy } : {}),
-            command: podCommand(),
-            workingDir: POD_WORKDIR,
-            env: Object.entries(settings.env ?? {}).map(([name, value]) => ({ name, value })),
-            ...(settings.resources ? { resources: settings.resources } : {}),
-            volumeMounts: [{ name: VOLUME_NAME, mountPath: POD_WORKDIR }],
-            securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-          },
-        ],
-        volumes: [{ name: VOLUME_NAME, persistentVolumeClaim: { claimName: this.name } }],
-      },
-    };
-  }
-
   /**
    * The Pod, running: a running or pending one is reused; one being deleted is waited out and one
    * that ended is deleted, then a new one is created. Fails fast on an image that cannot be pulled,
@@ -273,7 +220,10 @@ export class WorkspaceObjects {
         continue;
       }
       try {
-        await this.core.createNamespacedPod({ namespace: this.namespace, body: this.podBody() });
+        await this.core.createNamespacedPod({
+          namespace: this.namespace,
+          body: podManifest(this.metadata(), this.name, this.settings),
+        });
       } catch (error) {
         if (httpCode(error) === 409) continue;
         throw translateK8sError(error, `creating Pod ${this.name}`);

@@ -10,10 +10,11 @@ import {
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
 import { coreApi } from './api.js';
-import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
+import { WorkspaceObjects } from './k8s-objects.js';
 import { K8sSandbox, POD_WORKDIR } from './k8s-sandbox.js';
 import type { K8sWorkspaceOptions } from './k8s-workspace.js';
 import { objectName } from './names.js';
+import { CONTAINER_NAME } from './pod-spec.js';
 
 /** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
 const GATEWAY_HOME = '/tmp/.ws';

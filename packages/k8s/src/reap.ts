@@ -21,11 +21,12 @@ import {
 } from '@ws/core/backend';
 import { coreApi, DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { httpCode, translateK8sError } from './errors.js';
-import { CONTAINER_NAME, WorkspaceObjects } from './k8s-objects.js';
+import { WorkspaceObjects } from './k8s-objects.js';
 import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
 import { K8sSandbox } from './k8s-sandbox.js';
 import { DEFAULT_K8S_START_TIMEOUT_MS } from './k8s-workspace.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL } from './names.js';
+import { CONTAINER_NAME } from './pod-spec.js';
 
 /** Options of {@link gcK8s}. */
 export interface K8sGcOptions extends GcOptions {

@@ -14,7 +14,7 @@ import {
   writeSettings,
 } from './labels.js';
 import { type CreateSandboxInput, createSandboxContainer } from './sandbox-container.js';
-import { type EtcFiles, ensureAccount, readAccounts, type SandboxAccount } from './sandbox-user.js';
+import { ensureAccount, ImageAccounts, type SandboxAccount } from './sandbox-user.js';
 import { SessionTable } from './sessions.js';
 
 /** The states the emulator goes through (a subset of Daytona's `SandboxState`). */
@@ -66,8 +66,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The sandboxes of one emulator, their containers, and the timers that stop, archive or delete them. */
 export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
-  /** The passwd and group files of each image (by id) new sandboxes were created from. */
-  private readonly etcOfImage = new Map<string, Promise<EtcFiles>>();
+  /** The passwd and group files of the images new sandboxes were created from. */
+  private readonly imageAccounts = new ImageAccounts();
   /** Toolbox requests under way, per sandbox id (see `busy`). */
   private readonly active = new Map<string, number>();
 
@@ -142,7 +142,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     });
     let account: SandboxAccount;
     try {
-      account = await ensureAccount(container, input.user, await this.imageAccounts(container));
+      account = await ensureAccount(container, input.user, await this.imageAccounts.of(container));
     } catch (error) {
       await container.remove({ force: true }).catch(() => {});
       throw new DaytonaHttpError(400, `cannot set up user ${input.user}: ${dockerMessage(error)}`);
@@ -153,21 +153,6 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     });
     this.options.log(`daytona: creating sandbox ${id} from ${input.image}`);
     return entry.record;
-  }
-
-  /**
-   * The passwd and group files of a new container's image, read through the archive API from the first
-   * container of each image and kept: every later sandbox of the image saves two engine round trips.
-   */
-  private async imageAccounts(container: Docker.Container): Promise<EtcFiles> {
-    const { Image: image } = await container.inspect();
-    let known = this.etcOfImage.get(image);
-    if (!known) {
-      known = readAccounts(container);
-      this.etcOfImage.set(image, known);
-      known.catch(() => this.etcOfImage.delete(image));
-    }
-    return known;
   }
 
   /** Starts a stopped or archived sandbox (`starting` → `started`); a started one stays as it is. */

@@ -12,10 +12,10 @@ import type {
   WorkspaceState,
 } from '../contracts/workspace.js';
 import type { CommonWorkspaceOptions } from '../contracts/workspace-options.js';
-import { makeDirectories, raceSignal, removeAll } from '../internal/engine-support.js';
+import { fileStore, makeDirectories, raceSignal, removeAll, signalOf } from '../internal/engine-support.js';
 import { DEFAULT_WORKSPACE_INSTRUCTIONS, formatInstructions } from '../internal/instructions.js';
 import { type LayoutPaths, layoutPaths } from '../internal/layout.js';
-import { McpRegistry, type McpStore } from '../internal/mcp/registry.js';
+import { McpRegistry } from '../internal/mcp/registry.js';
 import { OffloadStore } from '../internal/offload/offloader.js';
 import { SkillStore } from '../internal/skills/skill-store.js';
 import { createBuiltinTools } from '../internal/tools/builtin-tools.js';
@@ -82,7 +82,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       backend: this.provider.backend,
       defaults: options.defaultMcps ?? [],
       maxLiveStateful: options.maxLiveStatefulMcps,
-      store: () => (this.provider.persistent ? this.mcpStore() : undefined),
+      store: () => (this.provider.persistent ? fileStore(sandbox, () => paths().mcpFile) : undefined),
     });
   }
 
@@ -391,27 +391,8 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     }
   }
 
-  private mcpStore(): McpStore {
-    return {
-      load: async () => {
-        try {
-          return new TextDecoder().decode(await this.liveSandbox().readFile(this.paths.mcpFile));
-        } catch (error) {
-          if (isWsError(error, 'NOT_FOUND')) return undefined;
-          throw error;
-        }
-      },
-      // A write replaces a file whole: a reader sees the old file or the new, never half.
-      save: (text) => this.liveSandbox().writeFile(this.paths.mcpFile, text),
-    };
-  }
-
   private async layOut(options: CallOptions): Promise<void> {
     const { workdir, dataDir, skillSeedDir, sessionsDir } = this.paths;
     await makeDirectories(this.liveSandbox(), [workdir, dataDir, skillSeedDir, sessionsDir], options);
   }
-}
-
-function signalOf(options: CallOptions): { signal?: AbortSignal } {
-  return options.signal ? { signal: options.signal } : {};
 }

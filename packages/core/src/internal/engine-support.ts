@@ -1,6 +1,7 @@
-import { abortError, WsError } from '../contracts/errors.js';
+import { abortError, isWsError, WsError } from '../contracts/errors.js';
 import type { CompleteSandbox } from '../contracts/sandbox.js';
 import type { CallOptions } from '../contracts/workspace.js';
+import type { McpStore } from './mcp/registry.js';
 
 /** Creates the directories (and parents) that are missing: natively, or in one `mkdir -p` through exec. */
 export async function makeDirectories(
@@ -49,8 +50,28 @@ export async function removeAll(
   }
 }
 
-function signalOf(options: CallOptions): CallOptions {
+/** Only the signal of `options`, when there is one (a call's other options do not pass on). */
+export function signalOf(options: CallOptions): CallOptions {
   return options.signal ? { signal: options.signal } : {};
+}
+
+/**
+ * A text file of the sandbox as a store (`.mcp`): a missing file loads as undefined. `sandbox` and
+ * `path` are asked at each call, so the store follows a reopened sandbox.
+ */
+export function fileStore(sandbox: () => CompleteSandbox, path: () => string): McpStore {
+  return {
+    load: async () => {
+      try {
+        return new TextDecoder().decode(await sandbox().readFile(path()));
+      } catch (error) {
+        if (isWsError(error, 'NOT_FOUND')) return undefined;
+        throw error;
+      }
+    },
+    // A write replaces a file whole: a reader sees the old file or the new, never half.
+    save: (text) => sandbox().writeFile(path(), text),
+  };
 }
 
 /** Waits for `promise`, but rejects with `ABORTED` as soon as `signal` fires (the work goes on). */
