@@ -1,7 +1,7 @@
 import type { CompleteSandbox, McpClient, McpServerSpec, SandboxProcess, Tool } from '@ws/core';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { errorText, okText, textOf } from '../fixtures.js';
-import { type CaseControls, conformanceCase, expectWsError, sleep } from '../harness.js';
+import { conformanceCase, expectWsError, sleep } from '../harness.js';
 import {
   FIXTURE_DIR,
   fixtureDir,
@@ -11,6 +11,13 @@ import {
   uploadMcpFixtures,
 } from '../mcp-fixtures.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
+import {
+  type McpCase,
+  mcpRestartCases,
+  type ReopenOptions,
+  reopenWorkspace,
+  requirePersistence,
+} from './mcp-restart.js';
 
 const toolNames = async (client: McpClient) => (await client.listTools()).map((tool) => tool.name).sort();
 const byName = async (client: McpClient) =>
@@ -55,12 +62,7 @@ export function mcpArea(context: AreaContext): void {
       await workspace?.close();
     }, context.caseTimeoutMs);
 
-    const mcpCase = (
-      id: string,
-      title: string,
-      body: (test: CaseControls) => Promise<void>,
-      timeoutMs?: number,
-    ) =>
+    const mcpCase: McpCase = (id, title, body, timeoutMs) =>
       conformanceCase(
         context,
         id,
@@ -71,24 +73,7 @@ export function mcpArea(context: AreaContext): void {
         },
         timeoutMs,
       );
-    /** Skips the rest of a case, visibly, on a workspace whose files do not outlive it. */
-    const requirePersistence = (workspace: WorkspaceUnderTest, test: CaseControls) => {
-      if (!workspace.capabilities.persistent)
-        test.skip(
-          `the ${workspace.capabilities.backend} workspace declares persistent: false; nothing to restart into`,
-        );
-    };
-
-    /** Another workspace (by id) with options, initialized, with the fixtures uploaded. */
-    const reopen = async (
-      options: { defaultMcps?: McpServerSpec[]; maxLiveStatefulMcps?: number } = {},
-      id = workspaceId,
-    ) => {
-      const other = await context.create(id, options);
-      await other.initialize();
-      await uploadMcpFixtures(other.getSandbox(), other.workdir);
-      return other;
-    };
+    const reopen = (options: ReopenOptions, id: string) => reopenWorkspace(context, options, id);
 
     conformanceCase(
       context,
@@ -290,120 +275,7 @@ export function mcpArea(context: AreaContext): void {
       },
     );
 
-    mcpCase(
-      'mcp.empty-persists',
-      'an emptied scope stays empty after a restart while others keep the defaults',
-      async (test) => {
-        const id = context.newId();
-        const defaults = [stdioSpec('seed')];
-        const first = await reopen({ defaultMcps: defaults }, id);
-        await first.removeMcp('seed', { agentId: 'quiet' });
-        expect(await first.listMcps({ agentId: 'quiet' })).toEqual([]);
-        await first.close();
-        requirePersistence(first, test);
-        const second = await reopen({ defaultMcps: defaults }, id);
-        try {
-          expect(await second.listMcps({ agentId: 'quiet' })).toEqual([]);
-          expect((await second.listMcps({ agentId: 'loud' })).map((client) => client.name)).toEqual(['seed']);
-        } finally {
-          await second.close();
-        }
-      },
-    );
-
-    mcpCase(
-      'mcp.restore-tolerant',
-      'starts with a corrupt or partly invalid .mcp, keeping the valid entries',
-      async (test) => {
-        const id = context.newId();
-        const setup = await reopen({}, id);
-        const file = `${setup.workdir}/.mcp`;
-        await setup.getSandbox().writeFile(file, '{ not json');
-        await setup.close();
-        const corrupt = await reopen({ defaultMcps: [stdioSpec('seed')] }, id);
-        try {
-          expect((await corrupt.listMcps({ agentId: 'any' })).map((client) => client.name)).toEqual(['seed']);
-          const args = [`${FIXTURE_DIR}/mcp-test-server.mjs`];
-          const good = {
-            name: 'good',
-            is_stateful: true,
-            mcp_config: { type: 'stdio_mcp', command: 'node', args },
-          };
-          const bad = {
-            name: 'bad',
-            is_stateful: false,
-            mcp_config: { type: 'stdio_mcp', command: 'node', args },
-          };
-          await corrupt.getSandbox().writeFile(file, JSON.stringify([bad, good, { name: 'bad name!' }]));
-        } finally {
-          await corrupt.close();
-        }
-        requirePersistence(setup, test);
-        const legacy = await reopen({}, id);
-        try {
-          expect((await legacy.listMcps()).map((client) => client.name)).toEqual(['good']);
-          expect(legacy.warnings?.length).toBeGreaterThan(0);
-        } finally {
-          await legacy.close();
-        }
-      },
-    );
-
-    mcpCase(
-      'mcp.reset-and-purge',
-      'reset deletes .mcp; purgeSession drops the scope and its session folder',
-      async () => {
-        const id = context.newId();
-        const scoped = await reopen({ defaultMcps: [stdioSpec('seed')] }, id);
-        try {
-          await scoped.removeMcp('seed', { agentId: 'A', sessionId: 's' });
-          await scoped.offloadContext('s', [{ note: 1 }]);
-          await scoped.purgeSession({ agentId: 'A', sessionId: 's' });
-          expect(await scoped.getSandbox().exists(`${scoped.workdir}/sessions/s`)).toBe(false);
-          expect(
-            (await scoped.listMcps({ agentId: 'A', sessionId: 's' })).map((client) => client.name),
-          ).toEqual(['seed']);
-          await scoped.removeMcp('seed', { agentId: 'B' });
-          await scoped.reset();
-          expect(await scoped.getSandbox().exists(`${scoped.workdir}/.mcp`)).toBe(false);
-          expect((await scoped.listMcps({ agentId: 'B' })).map((client) => client.name)).toEqual(['seed']);
-        } finally {
-          await scoped.close();
-        }
-      },
-    );
-
-    mcpCase(
-      'mcp.capacity',
-      'caps live stateful clients by evicting other scopes, never the caller, and reconnects on use',
-      async () => {
-        const id = context.newId();
-        const log = `${FIXTURE_DIR}/starts.log`;
-        const defaults = [stdioSpec('one', { WS_MCP_LOG: log }), stdioSpec('two', { WS_MCP_LOG: log })];
-        const capped = await reopen({ defaultMcps: defaults, maxLiveStatefulMcps: 2 }, id);
-        const starts = async () =>
-          new TextDecoder()
-            .decode(await capped.getSandbox().readFile(`${capped.workdir}/${log}`))
-            .trim()
-            .split('\n').length;
-        try {
-          const a = await capped.listMcps({ agentId: 'A' });
-          expect(a).toHaveLength(2);
-          expect(await starts()).toBe(2);
-          expect(await capped.listMcps({ agentId: 'B' })).toHaveLength(2);
-          expect(await starts()).toBe(4);
-          expect(await capped.listMcps({ agentId: 'A' })).toHaveLength(2);
-          expect(await starts()).toBe(6);
-          // B's clients were evicted; using one reopens it (evicting one of A's).
-          const [b1] = await capped.listMcps({ agentId: 'B' });
-          expect(await starts()).toBe(8);
-          expect(okText(await b1!.callTool('echo', { text: 'still works' }))).toBe('still works');
-          expect(okText(await a[0]!.callTool('echo', { text: 'A too' }))).toBe('A too');
-        } finally {
-          await capped.close();
-        }
-      },
-    );
+    mcpRestartCases(context, mcpCase);
 
     mcpCase(
       'mcp.filters-and-errors',
@@ -443,29 +315,6 @@ export function mcpArea(context: AreaContext): void {
           'filtered',
           'hidden',
         ]);
-      },
-    );
-
-    mcpCase(
-      'mcp.broken-default',
-      'leaves a default that cannot start out of the list without failing the others',
-      async () => {
-        const id = context.newId();
-        const scoped = await reopen(
-          {
-            defaultMcps: [
-              { name: 'broken', transport: { type: 'stdio', command: 'ws-no-such-mcp-server' } },
-              stdioSpec('fine'),
-            ],
-          },
-          id,
-        );
-        try {
-          expect((await scoped.listMcps()).map((client) => client.name)).toEqual(['fine']);
-          expect(scoped.warnings?.some((warning) => warning.includes('broken'))).toBe(true);
-        } finally {
-          await scoped.close();
-        }
       },
     );
 
