@@ -40,6 +40,11 @@ describe('checkOptionKeys', () => {
     expect(check({ hostCacheDir: '/x' })?.message).toBe('TestWorkspace has no option "hostCacheDir"');
     expect(check({ autoStopInterval: 5 })?.message).toBe('TestWorkspace has no option "autoStopInterval"');
     expect(check({ nonsense: 1 })?.message).toBe('TestWorkspace has no option "nonsense"');
+    // A misspelling, two edits away at most (letter case aside), names the option it most likely meant.
+    expect(check({ clinet: {} })?.message).toBe('TestWorkspace has no option "clinet"; use "client"');
+    expect(check({ hostWorkDir: '/x' })?.details).toEqual({ option: 'hostWorkDir', use: 'hostWorkdir' });
+    expect(check({ skilPath: [] })?.message).toBe('TestWorkspace has no option "skilPath"; use "skillPaths"');
+    expect(check({ sig: 1 })?.message).toBe('TestWorkspace has no option "sig"');
     expect(isWsError(check('text' as unknown as object), 'INVALID_ARGUMENT')).toBe(true);
   });
 

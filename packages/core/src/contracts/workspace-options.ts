@@ -83,6 +83,35 @@ const RENAMED: Readonly<Record<string, string>> = {
   autoStopInterval: 'timeoutMs',
 };
 
+/** Edits (insert, delete, replace; letter case ignored) from `a` to `b`. */
+function editDistance(a: string, b: string): number {
+  const [from, to] = [a.toLowerCase(), b.toLowerCase()];
+  let previous = Array.from({ length: to.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= from.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= to.length; j++)
+      current[j] = Math.min(
+        (previous[j] ?? 0) + 1,
+        (current[j - 1] ?? 0) + 1,
+        (previous[j - 1] ?? 0) + (from[i - 1] === to[j - 1] ? 0 : 1),
+      );
+    previous = current;
+  }
+  return previous[to.length] ?? 0;
+}
+
+/** The known key nearest to a misspelt one, when it is two edits away at most. */
+function closest(key: string, known: ReadonlySet<string>): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of known) {
+    if (candidate === 'signal') continue;
+    const found = editDistance(key, candidate);
+    if (found < bestDistance) [best, bestDistance] = [candidate, found];
+  }
+  return best;
+}
+
 function unknownOption(
   className: string,
   key: string,
@@ -90,7 +119,9 @@ function unknownOption(
   hint: string | undefined,
 ): WsError {
   const instead = RENAMED[key];
-  const use = instead !== undefined && known.has(instead) ? instead : undefined;
+  const renamed = instead !== undefined && known.has(instead) ? instead : undefined;
+  // A misspelling (two edits at most) is pointed at the option it most likely meant.
+  const use = renamed ?? (hint === undefined ? closest(key, known) : undefined);
   const why = hint ?? (use ? `use ${JSON.stringify(use)}` : undefined);
   return new WsError(
     'INVALID_ARGUMENT',
