@@ -28,6 +28,16 @@ export {
 } from './harness.js';
 export { entriesMatching, hostProcessesUsing } from './leftovers.js';
 export { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
+export { registerReaperSuite } from './reaper.js';
+export { crashWhileOpen } from './reaper-hosts.js';
+export {
+  REAPER_CASES,
+  type ReaperCaseId,
+  type ReaperCreateOptions,
+  type ReaperProcessTarget,
+  type ReaperTarget,
+  type UnmarkedResource,
+} from './reaper-target.js';
 export type {
   AreaContext,
   ChildProcessTarget,

@@ -59,7 +59,11 @@ export async function gcE2B(options: E2BGcOptions): Promise<GcReport> {
     throw new WsError('INVALID_ARGUMENT', `staleAfterMs must be a positive number, not ${String(staleMs)}`);
   const ledger = new GcLedger(checked);
   const connection = connectionOf(checked);
-  const found = await list(connection, checked.owner, checked.signal);
+  const found = await list(connection, checked.owner, checked.signal).catch((error: unknown) => {
+    // A signal that fired during the listing ends the run as ABORTED, not as the listing's failure.
+    ledger.throwIfAborted();
+    throw error;
+  });
   await reapCandidates(
     ledger,
     found.map((info) => candidate(info, connection, staleMs)),

@@ -11,8 +11,6 @@ import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
 import { CONTAINER_NAME, podManifest } from './pod-spec.js';
 
-export { CONTAINER_NAME } from './pod-spec.js';
-
 /** Waiting reasons and conditions that will not pass by themselves: initialize fails at once on them. */
 const FATAL_WAITING = new Set([
   'ErrImagePull',

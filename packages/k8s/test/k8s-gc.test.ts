@@ -1,30 +1,29 @@
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
+import {
+  crashWhileOpen,
+  type ReaperCreateOptions,
+  type ReaperProcessTarget,
+  registerReaperSuite,
+} from '@ws/contract-tests';
 import { type GcReport, generateId, WorkspaceManager } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll, describe, expect, it } from 'vitest';
 import { gcK8s, K8sWorkspace, k8sWorkspaces } from '../src/index.js';
-import { CONTAINER_NAME } from '../src/k8s-objects.js';
 import { K8sSandbox } from '../src/k8s-sandbox.js';
 import { MANAGED_BY, MANAGED_BY_LABEL, objectName, workspaceSelector } from '../src/names.js';
+import { CONTAINER_NAME } from '../src/pod-spec.js';
 import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
-
-/** An attachment record of a process on another machine (machine id, pid, object). */
-const REMOTE_RECORD = '0123456789ab-1-remote00';
 
 // The reaper, through the unmodified @kubernetes/client-node against the emulator.
 const problem = await emulatorProblem();
 if (problem) console.warn(`[k8s gc] skipped: ${problem}`);
 const emulated = problem ? undefined : await connection();
-// Every Pod of this file carries this owner tag: gc touches nothing else.
-const owner = `ws-k8s-gc-${generateId().slice(0, 8)}`;
+// Every Pod of the factory case carries this owner tag (the suite and the other cases have their own).
+const factoryOwner = `ws-k8s-gc-${generateId().slice(0, 8)}`;
 const namespace = 'default';
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
-/** Older than anything here: steers every Pod to `young`. */
-const AGES = 10 * 365 * 24 * 3_600_000;
 
 const config = (() => {
   if (!emulated) return undefined;
@@ -39,7 +38,7 @@ afterAll(async () => {
   await stopEmulator();
 }, 120_000);
 
-const options = (workspaceId: string) => ({
+const options = ({ workspaceId, owner }: ReaperCreateOptions) => ({
   kubeconfig: emulated?.kubeconfig,
   namespace,
   image,
@@ -47,6 +46,9 @@ const options = (workspaceId: string) => ({
   workspaceId,
   gateway: false,
 });
+const processTarget: ReaperProcessTarget = { module: built, exportName: 'K8sWorkspace', options };
+const gcHere = (gcOptions: Parameters<typeof gcK8s>[0]) =>
+  gcK8s({ kubeconfig: emulated!.kubeconfig, namespace, ...gcOptions });
 
 /** The workspace's Pods and PVCs, as `kind/name`. */
 async function objectsOf(workspaceId: string): Promise<string[]> {
@@ -94,130 +96,76 @@ async function releasedAgo(workspaceId: string, ms: number): Promise<void> {
   });
 }
 
-/** Opens `workspaceId` in a node process killed right after: a host that died with it open. */
-async function crashWhileOpen(workspaceId: string): Promise<void> {
-  if (!existsSync(built)) throw new Error('The package is not built: build it first (npm test does)');
-  const script = `const { K8sWorkspace } = await import(${JSON.stringify(built)});
-const workspace = new K8sWorkspace(${JSON.stringify(options(workspaceId))});
-await workspace.initialize();
-process.kill(process.pid, 'SIGKILL');`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'inherit' });
-  const [, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
-    child.once('exit', (code, signal) => resolve([code, signal])),
-  );
-  expect(signal).toBe('SIGKILL');
+/** Runs a command in the workspace's Pod over exec. */
+async function runIn(workspaceId: string, command: string[]): Promise<void> {
+  const pod = new K8sSandbox(new Exec(config!), {
+    namespace,
+    pod: objectName(workspaceId),
+    container: CONTAINER_NAME,
+  });
+  const result = await pod.exec(command, { cwd: '/' });
+  expect(result.exitCode, result.stderrText).toBe(0);
 }
 
-describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
-  it('removes orphan Pods older than the age, keeps young and open ones, and a dry run removes nothing', async () => {
-    const run = generateId().slice(0, 6);
-    const [crashedId, otherId, openId] = ['crashed', 'other', 'open'].map((name) => `${run}-${name}`) as [
-      string,
-      string,
-      string,
-    ];
-    // Hosts killed while they had the workspaces open: the Pods run on, with their records.
-    await crashWhileOpen(crashedId);
-    await crashWhileOpen(otherId);
-    // Without this project's marks: never listed, never touched.
-    const foreignName = `foreign-${run}`;
+await registerReaperSuite({
+  name: 'k8s (emulator)',
+  kind: 'pod',
+  skipReason: () => problem,
+  create: (create) => new K8sWorkspace(options(create)),
+  gc: gcHere,
+  // The Pods only: a PVC outlives its Pod on purpose (see the cases below).
+  resources: async (workspaceId) => {
+    const pods = await core!.listNamespacedPod({ namespace, labelSelector: workspaceSelector(workspaceId) });
+    return pods.items
+      .filter((pod) => !pod.metadata?.deletionTimestamp)
+      .map((pod) => `pod/${pod.metadata?.name} ${pod.status?.phase}`);
+  },
+  process: processTarget,
+  // Without this project's marks: never listed, never touched.
+  unmarked: async (tag) => {
+    const name = `foreign-${generateId().slice(0, 6)}`;
     await core!.createNamespacedPod({
       namespace,
       body: {
-        metadata: { name: foreignName, labels: { [WS_LABELS.owner]: owner, [WS_LABELS.workspace]: 'true' } },
+        metadata: { name, labels: { [WS_LABELS.owner]: tag, [WS_LABELS.workspace]: 'true' } },
         spec: { containers: [{ name: 'main', image, command: ['sleep', 'infinity'] }] },
       },
     });
-    await using inUse = new K8sWorkspace(options(openId));
-    await inUse.initialize();
+    return {
+      name: `${namespace}/${name}`,
+      exists: async () =>
+        (await core!.readNamespacedPod({ namespace, name })).metadata?.deletionTimestamp === undefined,
+    };
+  },
+  records: {
+    plant: (workspaceId, name) => runIn(workspaceId, ['touch', `/tmp/.ws/attached/${name}`]),
+    age: (workspaceId) => runIn(workspaceId, ['sh', '-c', 'touch -d @0 /tmp/.ws/attached/*']),
+  },
+  // The emulator, stopped after the file, takes every object with it.
+  cleanup: async () => {},
+});
 
-    // The killed hosts were processes of this machine: their records are known dead, the Pods orphans.
-    const dead = await gcK8s({
-      kubeconfig: emulated!.kubeconfig,
-      namespace,
-      owner,
-      olderThanMs: 0,
-      dryRun: true,
-    });
-    expect(removed(dead)).toEqual([crashedId, otherId].sort());
-    expect(reasons(dead)).toEqual({ [openId]: 'in-use' });
-    // A fresh record of a process on another machine counts as in use until it goes stale.
-    for (const id of [crashedId, otherId]) {
-      const pod = new K8sSandbox(new Exec(config!), {
-        namespace,
-        pod: objectName(id),
-        container: CONTAINER_NAME,
-      });
-      const planted = await pod.exec(['touch', `/tmp/.ws/attached/${REMOTE_RECORD}`], { cwd: '/' });
-      expect(planted.exitCode).toBe(0);
-    }
-    const dry = await gcK8s({
-      kubeconfig: emulated!.kubeconfig,
-      namespace,
-      owner,
-      olderThanMs: 0,
-      dryRun: true,
-    });
-    expect(dry.dryRun).toBe(true);
-    expect(dry.removed).toEqual([]);
-    expect(reasons(dry)).toEqual({ [crashedId]: 'in-use', [otherId]: 'in-use', [openId]: 'in-use' });
-    expect(dry.listed.map((resource) => resource.name)).not.toContain(`${namespace}/${foreignName}`);
-
-    // The other host stops touching its records: make them as old as stale ones.
-    for (const id of [crashedId, otherId]) {
-      const pod = new K8sSandbox(new Exec(config!), {
-        namespace,
-        pod: objectName(id),
-        container: CONTAINER_NAME,
-      });
-      const aged = await pod.exec(['sh', '-c', 'touch -d @0 /tmp/.ws/attached/*'], { cwd: '/' });
-      expect(aged.exitCode).toBe(0);
-    }
-
-    const dryAged = await gcK8s({
-      kubeconfig: emulated!.kubeconfig,
-      namespace,
-      owner,
-      olderThanMs: 0,
-      dryRun: true,
-    });
-    expect(removed(dryAged)).toEqual([crashedId, otherId].sort());
-    expect(reasons(dryAged)).toEqual({ [openId]: 'in-use' });
-    expect(await objectsOf(crashedId)).toEqual([
-      `pod/${objectName(crashedId)}`,
-      `pvc/${objectName(crashedId)}`,
+describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
+  it("keeps a reaped Pod's PVC, in use in that run, stamped released by the reaper", async () => {
+    const run = generateId().slice(0, 6);
+    const create = { workspaceId: `${run}-reaped`, owner: `ws-k8s-reaped-${run}` };
+    await crashWhileOpen(processTarget, create);
+    const report = await gcHere({ owner: create.owner, olderThanMs: 0 });
+    expect(report.removed.map((resource) => [resource.kind, resource.workspaceId])).toEqual([
+      ['pod', create.workspaceId],
     ]);
-
-    const young = await gcK8s({ kubeconfig: emulated!.kubeconfig, namespace, owner, olderThanMs: AGES });
-    expect(young.removed).toEqual([]);
-    expect(reasons(young)).toEqual({ [crashedId]: 'young', [otherId]: 'young', [openId]: 'in-use' });
-
-    const report = await gcK8s({ kubeconfig: emulated!.kubeconfig, namespace, owner, olderThanMs: 0 });
-    expect(report.dryRun).toBe(false);
-    expect(removed(report)).toEqual([crashedId, otherId].sort());
-    expect(report.removed.map((resource) => resource.kind)).toEqual(['pod', 'pod']);
-    expect(reasons(report)).toEqual({ [openId]: 'in-use' });
-    // The PVCs stay in this run: their Pods existed when it listed them.
-    expect(reasons(report, 'pvc')).toEqual({
-      [crashedId]: 'in-use',
-      [otherId]: 'in-use',
-      [openId]: 'in-use',
-    });
-    // The PVC stays, stamped released now: the id opened again finds its files.
-    for (const id of [crashedId, otherId]) {
-      expect(await objectsOf(id)).toEqual([`pvc/${objectName(id)}`]);
-      expect(await releasedAgoMs(id)).toBeLessThan(120_000);
-    }
-    expect((await inUse.getSandbox().exec(['echo', 'alive'])).stdoutText).toBe('alive\n');
-    const foreign = await core!.readNamespacedPod({ namespace, name: foreignName });
-    expect(foreign.metadata?.deletionTimestamp).toBeUndefined();
+    // Listed while its Pod still mounted it: it goes in a later run.
+    expect(reasons(report, 'pvc')).toEqual({ [create.workspaceId]: 'in-use' });
+    // It stays, stamped released now: the id opened again finds its files.
+    expect(await objectsOf(create.workspaceId)).toEqual([`pvc/${objectName(create.workspaceId)}`]);
+    expect(await releasedAgoMs(create.workspaceId)).toBeLessThan(120_000);
   }, 300_000);
 
   it('removes a PVC released longer ago than the age; keeps a young one, one a Pod mounts, and unmarked ones', async () => {
     const run = generateId().slice(0, 6);
-    // Its own owner tag: the PVCs the test above leaves are not this test's.
+    // Its own owner tag: the PVCs the cases above leave are not this test's.
     const claimOwner = `ws-k8s-pvc-${run}`;
-    const claimOptions = (workspaceId: string) => ({ ...options(workspaceId), owner: claimOwner });
+    const claimOptions = (workspaceId: string) => options({ workspaceId, owner: claimOwner });
     const [oldId, youngId, liveId] = ['old', 'young', 'live'].map((name) => `${run}-${name}`) as [
       string,
       string,
@@ -250,8 +198,7 @@ describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
           spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
         },
       });
-    const gc = (olderThanMs: number, dryRun = false) =>
-      gcK8s({ kubeconfig: emulated!.kubeconfig, namespace, owner: claimOwner, olderThanMs, dryRun });
+    const gc = (olderThanMs: number, dryRun = false) => gcHere({ owner: claimOwner, olderThanMs, dryRun });
 
     const dry = await gc(3_600_000, true);
     expect(removed(dry, 'pvc')).toEqual([oldId]);
@@ -294,7 +241,7 @@ describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
         kubeconfig: emulated!.kubeconfig,
         namespace,
         image,
-        owner,
+        owner: factoryOwner,
         gateway: false,
         env: { GREETING: 'hello' },
       }),
