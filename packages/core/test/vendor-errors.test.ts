@@ -83,6 +83,10 @@ describe('vendorErrorMapper', () => {
     expect(said({ kind: 'failing' }, '/w/d', 'write /w/d: permission denied').code).toBe('PERMISSION_DENIED');
     const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
     expect(translate(refused, 'listing')).toMatchObject({ code: 'BACKEND_UNAVAILABLE', details: undefined });
+    // A response cut off mid-body (undici's "terminated"), alone or after an RPC code.
+    expect(translate(new Error('2: [unknown] terminated'), 'exec sh').code).toBe('BACKEND_UNAVAILABLE');
+    expect(translate(new TypeError('terminated'), 'reading').code).toBe('BACKEND_UNAVAILABLE');
+    expect(translate(new Error('the job was terminated by the user'), 'reading').code).toBe('BACKEND_ERROR');
     const timedOut = new Error('request failed', {
       cause: new DOMException('signal timed out', 'TimeoutError'),
     });

@@ -32,7 +32,9 @@ export function isNetworkFailure(error: unknown, message: string): boolean {
     code === 'ECONNRESET' ||
     code === 'EHOSTUNREACH' ||
     code === 'ETIMEDOUT' ||
-    /fetch failed|socket hang up|request to .* failed/i.test(message)
+    /fetch failed|socket hang up|request to .* failed/i.test(message) ||
+    // undici's word for a response cut off mid-body (the connection closed), alone or after an RPC code.
+    /(?:^|\] )terminated$/.test(message)
   );
 }
 
