@@ -8,6 +8,7 @@ import { lifecycleArea } from './areas/lifecycle.js';
 import { lifecycleLeftoversArea } from './areas/lifecycle-leftovers.js';
 import { mcpArea } from './areas/mcp.js';
 import { offloadArea } from './areas/offload.js';
+import { policyArea } from './areas/policy.js';
 import { securityBoundaryArea } from './areas/security-boundary.js';
 import { securityIntegrityArea } from './areas/security-integrity.js';
 import { skillsArea } from './areas/skills.js';
@@ -59,6 +60,7 @@ export const CONFORMANCE_AREAS = [
   'mcp',
   'security',
   'faults',
+  'policy',
 ] as const;
 
 /**
@@ -114,6 +116,7 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     securityBoundaryArea,
     securityIntegrityArea,
     faultsArea,
+    policyArea,
   ]);
   describe(`conformance: ${target.name}`, () => {
     afterAll(async () => {

@@ -1,10 +1,11 @@
-import type { McpServerSpec, SearchMode, Workspace } from '@ws/core';
+import type { McpServerSpec, SandboxPolicyOptions, SearchMode, Workspace } from '@ws/core';
+import type { PolicySupport } from '@ws/core/backend';
 
 /** The workspace shape the conformance suite drives. */
 export type WorkspaceUnderTest = Workspace & { readonly warnings?: readonly string[] };
 
 /** Options the suite passes to {@link ConformanceTarget.create}; a backend forwards them to its workspace. */
-export interface CreateOptions {
+export interface CreateOptions extends SandboxPolicyOptions {
   workspaceId: string;
   /** Forwarded as the workspace's `searchMode`, so Grep and Glob run with ripgrep and without. */
   searchMode?: SearchMode;
@@ -84,6 +85,13 @@ export interface ConformanceTarget {
    * (the cloud backends); without it, the owner case is skipped.
    */
   readonly owners?: boolean;
+  /**
+   * What the backend enforces of `limits`, `network` and `privileges` (forwarded by `create` as they
+   * are): the policy area checks each supported one in a sandbox and expects every other one to be
+   * refused at open with `CAPABILITY_UNSUPPORTED`. `defaultPids`: a process limit holds with no
+   * limits given. Without it, the policy area is skipped.
+   */
+  readonly policy?: PolicySupport & { readonly defaultPids?: boolean };
   /** The fault rig of a backend with a remote service; without it, the fault area is skipped. */
   faults?(): Promise<FaultRig>;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */

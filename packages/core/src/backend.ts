@@ -59,6 +59,7 @@ export type {
 export { toolResultFromMcp } from './backend/mcp-convert.js';
 export type { OffloadedContext } from './backend/offload-reader.js';
 export { readOffloadedContext } from './backend/offload-reader.js';
+export { cgroupOomKills } from './backend/oom-report.js';
 export { assertPath, isWithin, joinSandboxPath, resolveSandboxPath } from './backend/paths.js';
 export { completeSandbox } from './backend/posix-fallbacks.js';
 export type { Provider, ProviderOpenOptions, ProviderSession } from './backend/provider.js';
@@ -68,6 +69,13 @@ export { reapCandidates, timeOf } from './backend/reap-loop.js';
 export { cwdError, enterCwd } from './backend/remote-cwd.js';
 export type { RetryOptions, RetryPolicy } from './backend/retry.js';
 export { DEFAULT_RETRY_ATTEMPTS, isRetryable, mayHaveRun, retryAfterMs, withRetry } from './backend/retry.js';
+export type { PolicySupport, ResolvedNetwork, ResolvedPolicy } from './backend/sandbox-policy.js';
+export {
+  checkSandboxPolicy,
+  POLICY_KEYS,
+  policyUnsupported,
+  refuseUnsupportedPolicy,
+} from './backend/sandbox-policy.js';
 export { ChunkQueue, collectBytes, TailBuffer } from './backend/streams.js';
 export { dropStrictNulls, strictJsonSchema } from './backend/strict-schema.js';
 export type { VendorErrorClass, VendorErrorKind, VendorErrors } from './backend/vendor-errors.js';

@@ -46,6 +46,14 @@ export type {
   WriteOptions,
 } from './contracts/sandbox.js';
 export { DEFAULT_MAX_OUTPUT_BYTES } from './contracts/sandbox.js';
+export type {
+  NetworkPolicy,
+  Privileges,
+  SandboxPolicyOptions,
+  WorkspaceLimit,
+  WorkspaceLimits,
+} from './contracts/sandbox-policy.js';
+export { DEFAULT_PIDS_LIMIT } from './contracts/sandbox-policy.js';
 export type { Skill, SkillArchive } from './contracts/skill.js';
 export type {
   AudioContent,

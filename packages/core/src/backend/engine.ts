@@ -25,6 +25,7 @@ import { SearchTools } from '../internal/tools/search-tools.js';
 import { withBoundedReads } from './bounded-read.js';
 import { generateId, validateId } from './ids.js';
 import type { McpConnector } from './mcp-connector.js';
+import { withOomReports } from './oom-report.js';
 import { completeSandbox } from './posix-fallbacks.js';
 import type { Provider } from './provider.js';
 
@@ -171,7 +172,8 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     this.currentState = 'initializing';
     try {
       const session = await this.provider.open({ ...options, workspaceId: this.id });
-      this.sandbox = withBoundedReads(completeSandbox(session.sandbox));
+      const sandbox = withBoundedReads(completeSandbox(session.sandbox));
+      this.sandbox = session.oomKills ? await withOomReports(sandbox, session.oomKills) : sandbox;
       this.mcpConnector = session.mcp;
       this.openedWorkdir = session.workdir;
       this.sessionWarnings = session.warnings ?? [];

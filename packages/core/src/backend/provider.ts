@@ -18,6 +18,11 @@ export interface ProviderSession {
   readonly mcp?: McpConnector | undefined;
   /** What went wrong but did not stop the opening (several sandboxes matched the id, no gateway); shown in `warnings`. */
   readonly warnings?: readonly string[] | undefined;
+  /**
+   * How many processes the sandbox's memory limit has killed so far (see `cgroupOomKills`): given, the
+   * engine reads it after a command killed by SIGKILL and marks the result `outOfMemory`.
+   */
+  readonly oomKills?: (() => Promise<number | undefined>) | undefined;
 }
 
 /**

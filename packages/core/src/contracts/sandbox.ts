@@ -68,6 +68,11 @@ export interface ExecResult {
   readonly truncated: boolean;
   /** The signal that ended the command, when one did (`"SIGKILL"`). */
   readonly signal?: string | undefined;
+  /**
+   * True when the command (or a process it started) was killed for passing the sandbox's memory
+   * limit (`limits.memoryMiB`), where the backend can tell.
+   */
+  readonly outOfMemory?: boolean | undefined;
 }
 
 /** The kind of a directory entry. */

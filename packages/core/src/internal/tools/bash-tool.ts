@@ -79,7 +79,12 @@ export function createBashTool(environment: ToolEnvironment): Tool<BashInput> {
       } catch (error) {
         return failureResult(error, `Command failed: ${command}\nError: `);
       }
-      const metadata = { exitCode: result.exitCode, timedOut: result.timedOut, truncated: result.truncated };
+      const metadata = {
+        exitCode: result.exitCode,
+        timedOut: result.timedOut,
+        truncated: result.truncated,
+        ...(result.outOfMemory ? { outOfMemory: true } : {}),
+      };
       if (result.timedOut) return errorResult(`Command timed out after ${timeoutMs}ms: ${command}`, metadata);
       const stdout = normalizeNewlines(decodeLenient(result.stdout));
       const stderr = normalizeNewlines(decodeLenient(result.stderr));
@@ -91,6 +96,8 @@ export function createBashTool(environment: ToolEnvironment): Tool<BashInput> {
       if (stdout) text += `\nStdout:\n${stdout}`;
       if (stderr) text += `\nStderr:\n${stderr}`;
       if (!stdout && !stderr) text += `\nExit code ${result.exitCode}, no output.`;
+      if (result.outOfMemory)
+        text += `\nKilled: out of memory (the workspace's memory limit). Use less memory, or open the workspace with a larger limits.memoryMiB.`;
       return errorResult(truncate(text, result.truncated), metadata);
     },
   };
