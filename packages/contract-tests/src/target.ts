@@ -89,9 +89,14 @@ export interface ConformanceTarget {
    * What the backend enforces of `limits`, `network` and `privileges` (forwarded by `create` as they
    * are): the policy area checks each supported one in a sandbox and expects every other one to be
    * refused at open with `CAPABILITY_UNSUPPORTED`. `defaultPids`: a process limit holds with no
-   * limits given. Without it, the policy area is skipped.
+   * limits given. `create`: how the policy area creates its workspaces, when not as `create` does
+   * (the no-network case needs sandboxes that have a network to lose: a cloud target whose emulator
+   * gives none creates these through one that does). Without `policy`, the area is skipped.
    */
-  readonly policy?: PolicySupport & { readonly defaultPids?: boolean };
+  readonly policy?: PolicySupport & {
+    readonly defaultPids?: boolean;
+    readonly create?: (options: CreateOptions) => WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  };
   /** The fault rig of a backend with a remote service; without it, the fault area is skipped. */
   faults?(): Promise<FaultRig>;
   /** When it returns a reason, the whole suite is skipped and the reason printed (engine missing). */

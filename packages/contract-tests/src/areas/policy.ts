@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_PIDS_LIMIT, type SandboxPolicyOptions } from '@ws/core';
-import { describe, expect } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { errorText, okText, toolNamed } from '../fixtures.js';
 import { conformanceCase, expectWsError } from '../harness.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
@@ -64,7 +64,31 @@ export function policyArea(context: AreaContext): void {
     return Array.isArray(list) && (list as readonly string[]).includes(value);
   };
 
+  const created: WorkspaceUnderTest[] = [];
+  const open = async (options: SandboxPolicyOptions = {}, workspaceId = context.newId()) => {
+    if (!support.create) return context.create(workspaceId, options);
+    const workspace = await support.create({ ...options, workspaceId });
+    created.push(workspace);
+    return workspace;
+  };
+  /** The sandbox's network interfaces, from /proc/net/dev. */
+  const interfaces = async (workspace: WorkspaceUnderTest): Promise<string[]> => {
+    const devices = await workspace
+      .getSandbox()
+      .exec(['/bin/sh', '-c', 'cat /proc/net/dev'], { timeoutMs: 30_000 });
+    expect(devices.exitCode, devices.stderrText).toBe(0);
+    return devices.stdoutText
+      .split('\n')
+      .slice(2)
+      .map((line) => line.split(':')[0]?.trim() ?? '')
+      .filter((name) => name);
+  };
+
   describe('policy', () => {
+    afterAll(async () => {
+      await Promise.allSettled(created.map((workspace) => workspace.close()));
+    }, context.caseTimeoutMs);
+
     conformanceCase(
       context,
       'policy.refused',
@@ -73,7 +97,7 @@ export function policyArea(context: AreaContext): void {
         for (const ask of ASKS.filter((candidate) => !supports(candidate.need))) {
           const workspaceId = context.newId();
           const error = await expectWsError(async () => {
-            const workspace = await context.create(workspaceId, ask.options);
+            const workspace = await open(ask.options, workspaceId);
             await workspace.initialize();
           }, 'CAPABILITY_UNSUPPORTED');
           expect(error.message, ask.need).toMatch(/cannot enforce/);
@@ -91,7 +115,7 @@ export function policyArea(context: AreaContext): void {
       'a process bomb stops at limits.pids; the next command works',
       async (test) => {
         if (!supports('limits.pids')) return test.skip('the backend has no process limit');
-        const workspace = await context.create(undefined, { limits: { pids: 64 } });
+        const workspace = await open({ limits: { pids: 64 } });
         await workspace.initialize();
         const started = await bomb(workspace, 300);
         expect(started).toBeGreaterThan(8);
@@ -107,7 +131,7 @@ export function policyArea(context: AreaContext): void {
       `a process bomb in a workspace opened with no limits stops at ${DEFAULT_PIDS_LIMIT} processes; the next command works`,
       async (test) => {
         if (!support.defaultPids) return test.skip('the backend sets no process limit by default');
-        const workspace = await context.create();
+        const workspace = await open();
         await workspace.initialize();
         const started = await bomb(workspace, DEFAULT_PIDS_LIMIT + 400);
         expect(started).toBeGreaterThan(DEFAULT_PIDS_LIMIT / 2);
@@ -124,7 +148,7 @@ export function policyArea(context: AreaContext): void {
       'a command past limits.memoryMiB is killed and Bash says it ran out of memory; the next command works',
       async (test) => {
         if (!supports('limits.memoryMiB')) return test.skip('the backend has no memory limit');
-        const workspace = await context.create(undefined, { limits: { memoryMiB: 256 } });
+        const workspace = await open({ limits: { memoryMiB: 256 } });
         await workspace.initialize();
         const bash = await toolNamed(workspace, 'Bash');
         // The shell keeps what the substitution reads: 640 MiB, well past the limit.
@@ -148,16 +172,19 @@ export function policyArea(context: AreaContext): void {
       "network: 'none' leaves the sandbox the loopback interface alone; files and commands still work",
       async (test) => {
         if (!supports('network.none')) return test.skip("the backend cannot enforce network: 'none'");
-        const workspace = await context.create(undefined, { network: 'none' });
+        // The control: a sandbox of the backend's ordinary network has more than loopback.
+        const control = await open(supports('network.full') ? { network: 'full' } : {});
+        await control.initialize();
+        const ordinary = await interfaces(control);
+        await control.close();
+        expect(
+          ordinary,
+          'a sandbox with a network to lose (see ConformanceTarget.policy.create)',
+        ).not.toEqual(['lo']);
+        const workspace = await open({ network: 'none' });
         await workspace.initialize();
         const sandbox = workspace.getSandbox();
-        const devices = await sandbox.exec(['/bin/sh', '-c', 'cat /proc/net/dev'], { timeoutMs: 30_000 });
-        const interfaces = devices.stdoutText
-          .split('\n')
-          .slice(2)
-          .map((line) => line.split(':')[0]?.trim())
-          .filter((name) => name);
-        expect(interfaces, devices.stdoutText + devices.stderrText).toEqual(['lo']);
+        expect(await interfaces(workspace)).toEqual(['lo']);
         const file = `${workspace.workdir}/offline.txt`;
         await sandbox.writeFile(file, new TextEncoder().encode('still here'));
         expect(new TextDecoder().decode(await sandbox.readFile(file))).toBe('still here');
@@ -176,7 +203,7 @@ export function policyArea(context: AreaContext): void {
         // The user, its effective capabilities, and whether it may use sudo without a password.
         const probe = `echo "uid=$(id -u)"; grep CapEff /proc/self/status | tr -d ' \\t'; sudo -n true 2>/dev/null && echo sudo=yes; true`;
         const run = async (privileges: 'hardened' | 'standard') => {
-          const workspace = await context.create(undefined, { privileges });
+          const workspace = await open({ privileges });
           await workspace.initialize();
           const result = await workspace.getSandbox().exec(['/bin/sh', '-c', probe], { timeoutMs: 30_000 });
           await workspace.close();
