@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { type CallOptions, WsError } from '@ws/core';
 import {
   assertDeletableHostDir,
+  cgroupOomKills,
   completeSandbox,
   layoutPaths,
   makeHostDirs,
@@ -33,13 +34,26 @@ import {
   GATEWAY_RUN,
   placeGatewayBundle,
 } from './docker-gateway.js';
+import {
+  type DockerPolicy,
+  diskLimitRefused,
+  matchContainerPolicy,
+  policyHostConfig,
+  requireDiskLimits,
+} from './docker-policy.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 import type { DockerWorkspaceOptions } from './docker-workspace.js';
 import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 import { missingImageHint } from './image-build.js';
 
 /** Options of {@link DockerProvider}: the workspace class's own (documented there), the image resolved. */
-export type DockerProviderOptions = OwnOptions<DockerWorkspaceOptions> & { image: string };
+export type DockerProviderOptions = Omit<
+  OwnOptions<DockerWorkspaceOptions>,
+  'limits' | 'network' | 'privileges'
+> & {
+  image: string;
+  policy: DockerPolicy;
+};
 
 /**
  * Creates the workspace's layout (`data/`, `sessions/`, `skills/.seed/`) in the container's workdir.
@@ -165,6 +179,7 @@ export class DockerProvider implements Provider {
     } catch (error) {
       throw engineUnreachable(error);
     }
+    await requireDiskLimits(this.docker, this.options.policy.policy);
     await this.detach();
     await privateHostDir(dirname(this.runtimeDir()));
     const runtime = await privateHostDir(this.runtimeDir());
@@ -177,9 +192,12 @@ export class DockerProvider implements Provider {
     this.container = container;
     this.attachMs = performance.now() - started;
     const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, this.runAs);
-    if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR };
+    // Read through the Engine API: the gateway may be what the memory limit killed.
+    const oomKills =
+      this.options.policy.policy.limits.memoryMiB !== undefined ? () => cgroupOomKills(sandbox) : undefined;
+    if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR, oomKills };
     const node = await containerNode(container, sandbox, runtime);
-    if (!node) return { sandbox, workdir: CONTAINER_WORKDIR };
+    if (!node) return { sandbox, workdir: CONTAINER_WORKDIR, oomKills };
     // Placed with the container when this object created it; otherwise one look finds it there.
     const bundlePath = await installGateway(
       completeSandbox(sandbox),
@@ -203,6 +221,7 @@ export class DockerProvider implements Provider {
       sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: true }),
       workdir: CONTAINER_WORKDIR,
       mcp: new GatewayMcpConnector(link),
+      oomKills,
     };
   }
 
@@ -248,6 +267,7 @@ export class DockerProvider implements Provider {
       try {
         const info = await container.inspect();
         this.requireOwned(info);
+        await matchContainerPolicy(container, info, this.options.policy);
         if (!info.State.Running) {
           await container.start().catch((error: unknown) => {
             // Another process may have started it in the meantime.
@@ -292,29 +312,33 @@ export class DockerProvider implements Provider {
     if (this.options.hostWorkdir !== undefined)
       binds.push(`${resolve(this.options.hostWorkdir)}:${CONTAINER_WORKDIR}:rw`);
     if (this.options.volume !== undefined) binds.push(`${this.options.volume}:${CONTAINER_WORKDIR}:rw`);
-    const container = await this.docker.createContainer({
-      name: this.name,
-      Image: image,
-      // PID 1 lays the workdir out (no command to send for it), then waits, exiting on SIGTERM so the
-      // container stops at once.
-      Cmd: ['sh', '-c', `${layoutScript()}\ntrap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done`],
-      WorkingDir: CONTAINER_WORKDIR,
-      Labels: {
-        [WS_LABELS.workspace]: 'true',
-        [WS_LABELS.id]: this.workspaceId,
-        [WS_LABELS.owner]: this.options.owner ?? 'ws',
-        [WS_LABELS.created]: new Date().toISOString(),
-      },
-      Env: Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`),
-      ...(this.runAs ? { User: `${this.runAs.uid}:${this.runAs.gid}` } : {}),
-      HostConfig: {
-        Binds: binds,
-        // Commands run with no capabilities and cannot gain any (setuid binaries included).
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
-        ...(this.options.network !== undefined ? { NetworkMode: this.options.network } : {}),
-      },
-    });
+    const container = await this.docker
+      .createContainer({
+        name: this.name,
+        Image: image,
+        // PID 1 lays the workdir out (no command to send for it), then waits, exiting on SIGTERM so the
+        // container stops at once.
+        Cmd: [
+          'sh',
+          '-c',
+          `${layoutScript()}\ntrap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done`,
+        ],
+        WorkingDir: CONTAINER_WORKDIR,
+        Labels: {
+          [WS_LABELS.workspace]: 'true',
+          [WS_LABELS.id]: this.workspaceId,
+          [WS_LABELS.owner]: this.options.owner ?? 'ws',
+          [WS_LABELS.created]: new Date().toISOString(),
+        },
+        Env: Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`),
+        ...(this.runAs ? { User: `${this.runAs.uid}:${this.runAs.gid}` } : {}),
+        // Hardened unless asked otherwise: no capabilities, none gained (setuid binaries included),
+        // and a process limit, so a fork bomb exhausts this container only.
+        HostConfig: { Binds: binds, ...policyHostConfig(this.options.policy) },
+      })
+      .catch((error: unknown) => {
+        throw diskLimitRefused(error, this.options.policy.policy) ?? error;
+      });
     await container.start().catch((error: unknown) => {
       // A process attaching meanwhile may have started it already.
       if (statusOf(error) !== 304) throw error;

@@ -1,7 +1,8 @@
-import type { CommonWorkspaceOptions } from '@ws/core';
+import type { CommonWorkspaceOptions, NetworkPolicy, SandboxPolicyOptions } from '@ws/core';
 import { type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import type Docker from 'dockerode';
 import type { DockerGatewayChannel } from './docker-gateway.js';
+import { dockerPolicy } from './docker-policy.js';
 import { containerName, DockerProvider } from './docker-provider.js';
 import {
   DEFAULT_DOCKER_IMAGE,
@@ -14,7 +15,9 @@ import {
 export { DEFAULT_DOCKER_IMAGE };
 
 /** Options of {@link DockerWorkspace}. */
-export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
+export interface DockerWorkspaceOptions
+  extends CommonWorkspaceOptions,
+    Omit<SandboxPolicyOptions, 'network'> {
   /** The image; any image with `sh` works (without `node` there is no gateway and no MCP). Default: {@link DEFAULT_DOCKER_IMAGE}. */
   image?: string;
   /** Host directory bind-mounted at `/workspace`: files persist on the host. */
@@ -27,11 +30,27 @@ export interface DockerWorkspaceOptions extends CommonWorkspaceOptions {
   client?: Docker | Docker.DockerOptions;
   /**
    * The container's network: `'none'` cuts the sandbox off every network (commands, files and MCP
-   * servers over stdio still work: the gateway is reached through a socket), `'bridge'` is Docker's
-   * default bridge, or a user-defined network's name. Fixed when the container is created. Default:
-   * the engine's default (`bridge`), which reaches the internet and the host through the bridge.
+   * servers over stdio still work: the gateway is reached through a socket), `'full'` (default) is the
+   * engine's default network (`bridge`, which reaches the internet and the host through the bridge),
+   * or a Docker network by name (`'bridge'`, a user-defined network). An allow list is refused with
+   * `CAPABILITY_UNSUPPORTED` (Docker cannot filter destinations by itself). Fixed when the container is
+   * created.
    */
-  network?: 'none' | 'bridge' | (string & {});
+  network?: NetworkPolicy | 'bridge' | (string & {});
+  /**
+   * What commands may do. `'hardened'` (default): no capabilities and none gained through setuid
+   * programs (`no-new-privileges`); root in the container cannot install packages or change owners.
+   * `'standard'`: Docker's default capability set and setuid programs, so `apt-get install` works as
+   * root; see docs/SECURITY.md for what that costs. Fixed when the container is created.
+   */
+  privileges?: SandboxPolicyOptions['privileges'];
+  /**
+   * What the container may use: `cpus` (NanoCpus), `memoryMiB` (memory, no swap past it: a process
+   * past it is killed and the command reports `outOfMemory`), `pids` (default
+   * `DEFAULT_PIDS_LIMIT` (2048)), `diskMiB` (the container's writable layer; needs a storage driver
+   * that can cap it, else `CAPABILITY_UNSUPPORTED`). Applied to a running container found by name.
+   */
+  limits?: SandboxPolicyOptions['limits'];
   /** Owner tag put on the container's labels (for reaping orphans). Default: `ws`. */
   owner?: string;
   /**
@@ -52,6 +71,8 @@ const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
   env: true,
   client: true,
   network: true,
+  limits: true,
+  privileges: true,
   owner: true,
   gatewayChannel: true,
   hostRuntimeDir: true,
@@ -92,11 +113,18 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
 
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`) or an unsafe workspace id.
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`), a
+   * malformed limit or network, or an unsafe workspace id; `CAPABILITY_UNSUPPORTED` for a network
+   * allow list.
    */
   constructor(options: DockerWorkspaceOptions = {}) {
     const { common, own } = splitOptions('DockerWorkspace', options, DOCKER_KEYS);
-    super({ ...common, provider: new DockerProvider({ ...own, image: own.image ?? DEFAULT_DOCKER_IMAGE }) });
+    const { limits, network, privileges, ...rest } = own;
+    const policy = dockerPolicy({ limits, network, privileges });
+    super({
+      ...common,
+      provider: new DockerProvider({ ...rest, image: own.image ?? DEFAULT_DOCKER_IMAGE, policy }),
+    });
   }
 
   /** The container's name. */

@@ -4,9 +4,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { registerConformanceSuite, requireEngine } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
-import { WS_LABELS } from '@ws/core/backend';
+import { checkSandboxPolicy, WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { afterAll } from 'vitest';
+import { requireDiskLimits } from '../src/docker-policy.js';
 import { dockerRuntimeDir } from '../src/docker-provider.js';
 import {
   DEFAULT_DOCKER_IMAGE,
@@ -29,6 +30,14 @@ const SUITE_NAMES: Record<DockerStorage, string> = {
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
+
+/** Whether the engine takes a disk limit: the workspace's own check answers. */
+async function diskLimitsHold(engine: Docker): Promise<boolean> {
+  return requireDiskLimits(engine, checkSandboxPolicy('test', { limits: { diskMiB: 1024 } })).then(
+    () => true,
+    () => false,
+  );
+}
 
 /**
  * Registers the conformance suite on Docker, its workspaces' files placed as `storage` says, in the
@@ -100,6 +109,23 @@ export async function registerDockerConformance(storage: DockerStorage): Promise
     },
     // One variant checks that a second owner of an id is refused (the check is the same in all).
     owners: storage === 'host folder',
+    // The policy cases in two variants: through the gateway, and through the Engine API alone (the
+    // memory case's report must not depend on the gateway); the default process limit once.
+    ...(storage === 'host folder' || storage === 'engine API only'
+      ? {
+          policy: {
+            limits: [
+              'cpus',
+              'memoryMiB',
+              'pids',
+              ...((await diskLimitsHold(engine)) ? (['diskMiB'] as const) : []),
+            ],
+            network: ['none', 'full'],
+            privileges: ['hardened', 'standard'],
+            defaultPids: storage === 'host folder',
+          },
+        }
+      : {}),
     create: ({ workspaceId, secondOwner, ...rest }) =>
       new DockerWorkspace({
         ...rest,
