@@ -31,6 +31,14 @@ import {
 } from '@ws/core/gateway';
 import type { BubblewrapWorkspaceOptions } from './bubblewrap-workspace.js';
 import {
+  type CgroupLayout,
+  cgroupScope,
+  findCgroupLayout,
+  joinCgroupArgv,
+  WorkspaceCgroup,
+} from './bwrap-cgroup.js';
+import { type BwrapPolicy, bwrapPolicy, refuseUnavailableLimits } from './bwrap-policy.js';
+import {
   type BwrapMounts,
   BwrapSandbox,
   checkSandboxPath,
@@ -43,6 +51,9 @@ import { SandboxInit, STATUS_ARGUMENTS } from './sandbox-init.js';
 
 /** Options of {@link BwrapProvider}: the workspace class's own (documented there). */
 export type BwrapProviderOptions = OwnOptions<BubblewrapWorkspaceOptions>;
+
+/** The cgroup controller of each limit. */
+const CONTROLLER_OF = { pids: 'pids', memoryMiB: 'memory', cpus: 'cpu' } as const;
 
 const GATEWAY_HOME = '/ws/gateway';
 const GATEWAY_RUN = '/ws/run';
@@ -102,6 +113,7 @@ export class BwrapProvider implements Provider {
   hostWorkdir: string | undefined;
   private owned: string[] = [];
   private sandbox: BwrapSandbox | undefined;
+  private cgroup: WorkspaceCgroup | undefined;
   private link: GatewayLink | undefined;
   /** Milliseconds the gateway took to start and answer its first health check, once it did. */
   get gatewayStartMs(): number | undefined {
@@ -118,8 +130,50 @@ export class BwrapProvider implements Provider {
     return this.link.startedMs;
   }
 
-  constructor(private readonly options: BwrapProviderOptions) {
+  constructor(
+    private readonly options: BwrapProviderOptions,
+    private readonly policy: BwrapPolicy = bwrapPolicy(options),
+  ) {
     this.persistent = options.hostWorkdir !== undefined;
+  }
+
+  /**
+   * The workspace's cgroup with its limits, made before anything else. Without cgroups here, limits
+   * asked for are refused; a workspace that asked none opens without its default process limit, with
+   * a warning.
+   */
+  private async openCgroup(workspaceId: string, warnings: string[]): Promise<WorkspaceCgroup | undefined> {
+    const { policy } = this.policy;
+    const found = await findCgroupLayout();
+    const noDefault = (why: string) =>
+      warnings.push(
+        `No process limit: ${why}. A fork bomb in this workspace can use up the host's processes.`,
+      );
+    if ('problem' in found) {
+      refuseUnavailableLimits(policy, [], found.problem);
+      noDefault(found.problem);
+      return undefined;
+    }
+    const layout: CgroupLayout = found.layout;
+    const available = (Object.keys(CONTROLLER_OF) as (keyof typeof CONTROLLER_OF)[]).filter(
+      (limit) => layout.parents[CONTROLLER_OF[limit]] !== undefined,
+    );
+    refuseUnavailableLimits(
+      policy,
+      available,
+      `the cgroups this host process may use have only the ${available.map((limit) => CONTROLLER_OF[limit]).join(', ')} controllers (the others need root, or a delegated <hierarchy>/ws)`,
+    );
+    try {
+      const scope = cgroupScope(this.options.hostRuntimeDir ?? defaultRuntimeDir());
+      const cgroup = await WorkspaceCgroup.create(layout, workspaceId, policy.limits, scope);
+      if (!cgroup.limitsProcesses) noDefault("this host's cgroups have no pids controller");
+      return cgroup;
+    } catch (error) {
+      const why = `creating its cgroup failed: ${error instanceof Error ? error.message : String(error)}`;
+      refuseUnavailableLimits(policy, [], why);
+      noDefault(why);
+      return undefined;
+    }
   }
 
   async open(options: ProviderOpenOptions): Promise<ProviderSession> {
@@ -127,6 +181,12 @@ export class BwrapProvider implements Provider {
     const bwrapPath = this.options.bwrapPath ?? 'bwrap';
     const problem = bubblewrapProblem(bwrapPath);
     if (problem) throw new WsError('BACKEND_UNAVAILABLE', problem);
+    const warnings: string[] = [];
+    const cgroup = await this.openCgroup(options.workspaceId, warnings);
+    this.cgroup = cgroup;
+    throwIfAborted(options.signal);
+    const oomKills =
+      cgroup && this.policy.policy.limits.memoryMiB !== undefined ? () => cgroup.oomKills() : undefined;
     this.owned = [];
     if (this.options.hostWorkdir !== undefined) {
       this.hostWorkdir = resolve(this.options.hostWorkdir);
@@ -140,16 +200,19 @@ export class BwrapProvider implements Provider {
     const mounts: BwrapMounts = {
       hostWorkdir: this.hostWorkdir,
       hostTmp,
-      shareNet: this.options.shareNet ?? true,
+      shareNet: this.policy.shareNet,
       readOnlyPaths: [...(this.options.readOnlyPaths ?? [])],
+      privileges: this.policy.privileges,
     };
-    const sandbox = new BwrapSandbox(mounts, this.options.env ?? {}, bwrapPath);
+    const procs = cgroup?.procs ?? [];
+    const sandbox = new BwrapSandbox(mounts, this.options.env ?? {}, bwrapPath, procs);
     this.sandbox = sandbox;
+    const plain = { sandbox, workdir: SANDBOX_WORKDIR, warnings, oomKills };
     // Without a gateway, files go through commands (confined to /workspace and /tmp) and MCP is unavailable.
-    if (this.options.gateway === false) return { sandbox, workdir: SANDBOX_WORKDIR };
+    if (this.options.gateway === false) return plain;
     const node = await probeNode(completeSandbox(sandbox), options);
-    if (!node) return { sandbox, workdir: SANDBOX_WORKDIR };
-    const launcher = await this.launcher(mounts, node.path, bwrapPath, options.workspaceId);
+    if (!node) return plain;
+    const launcher = await this.launcher(mounts, node.path, bwrapPath, options.workspaceId, procs);
     const link = new GatewayLink(launcher);
     this.link = link;
     // Not waited for: file calls go through commands while it starts.
@@ -158,6 +221,8 @@ export class BwrapProvider implements Provider {
       sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: false, checkPath: checkSandboxPath }),
       workdir: SANDBOX_WORKDIR,
       mcp: new GatewayMcpConnector(link),
+      warnings,
+      oomKills,
     };
   }
 
@@ -166,6 +231,7 @@ export class BwrapProvider implements Provider {
     node: string,
     bwrapPath: string,
     workspaceId: string,
+    procs: readonly string[],
   ): Promise<GatewayLauncher> {
     const workdir = this.hostWorkdir!;
     const runtimeDir = resolve(this.options.hostRuntimeDir ?? defaultRuntimeDir());
@@ -197,10 +263,11 @@ export class BwrapProvider implements Provider {
     const shared = await privateHostDir(join(runtime, 'shared'));
     const sockets = await privateHostDir(join(runtime, 'sockets'));
     return sandboxGatewayLauncher({
-      // The gateway's own bwrap: the sandbox's mounts, plus the bundle (read-only) and its socket folder.
+      // The gateway's own bwrap, in the workspace's cgroup: the sandbox's mounts, plus the bundle
+      // (read-only) and its socket folder.
       start: (argv) =>
         spawnHostProcess(
-          [
+          joinCgroupArgv(procs, [
             bwrapPath,
             ...STATUS_ARGUMENTS,
             ...mountArguments(mounts, ['--ro-bind', home, GATEWAY_HOME, '--bind', shared, GATEWAY_RUN]),
@@ -209,7 +276,7 @@ export class BwrapProvider implements Provider {
             SANDBOX_WORKDIR,
             '--',
             ...argv,
-          ],
+          ]),
           {
             cwd: workdir,
             env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
@@ -230,6 +297,10 @@ export class BwrapProvider implements Provider {
     await link?.stop().catch(() => {});
     await this.sandbox?.dispose();
     this.sandbox = undefined;
+    // Once its processes are gone (any left are killed): the next open of the id makes a new one.
+    const cgroup = this.cgroup;
+    this.cgroup = undefined;
+    await cgroup?.remove().catch(() => {});
     // The sandbox wrote in these folders: removing them follows none of the links it may have left.
     for (const path of this.owned.splice(0)) await removeTree(path).catch(() => {});
   }

@@ -3,6 +3,7 @@ import {
   type ExecOptions,
   type ExecResult,
   type FileOptions,
+  type Privileges,
   type Sandbox,
   type SandboxCapabilities,
   type SandboxProcess,
@@ -18,6 +19,8 @@ import {
   spawnHostProcess,
   throwIfAborted,
 } from '@ws/core/backend';
+import { JOIN_FAILED, JOIN_FAILURE, joinCgroupArgv } from './bwrap-cgroup.js';
+import { capabilityArguments } from './bwrap-policy.js';
 import { SandboxInit, STATUS_ARGUMENTS } from './sandbox-init.js';
 
 /** Where the workdir appears inside the sandbox. */
@@ -33,6 +36,8 @@ export interface BwrapMounts {
   readonly shareNet: boolean;
   /** Extra host paths bound read-only at the same place (a node installed outside /usr, say). */
   readonly readOnlyPaths: readonly string[];
+  /** What commands may do: no capabilities (`hardened`, the default) or Docker's default set. */
+  readonly privileges?: Privileges;
 }
 
 // Top-level system paths: bound read-only where they are directories, recreated where they are links.
@@ -69,9 +74,12 @@ export function systemMounts(): string[] {
 
 /** The bwrap arguments that set up the mounts (everything before `--chdir`). */
 export function mountArguments(mounts: BwrapMounts, extra: readonly string[] = []): string[] {
-  // No capabilities inside, even when the host runs as root: bwrap keeps a root caller's by default,
-  // and with them a command could remount the read-only system writable.
-  const args = ['--die-with-parent', '--new-session', '--unshare-all', '--cap-drop', 'ALL'];
+  const args = [
+    '--die-with-parent',
+    '--new-session',
+    '--unshare-all',
+    ...capabilityArguments(mounts.privileges),
+  ];
   if (mounts.shareNet) args.push('--share-net');
   // Root without capabilities may still write /proc/sys (the files are root's, mode 0644), and
   // kernel.core_pattern there runs a program on the host: the sysctls are bound read-only.
@@ -197,21 +205,23 @@ export class BwrapSandbox implements Sandbox {
    * @param mounts The host folders bound into it.
    * @param env The environment of its commands.
    * @param bwrap The bubblewrap binary to run. Default: `bwrap` on the PATH.
+   * @param cgroupProcs The `cgroup.procs` files of the cgroups every bwrap starts in (its limits).
    */
   constructor(
     private readonly mounts: BwrapMounts,
     private readonly env: Readonly<Record<string, string>>,
     private readonly bwrap = 'bwrap',
+    private readonly cgroupProcs: readonly string[] = [],
   ) {}
 
-  /** The full bwrap argv for one command in `cwd` (inside the sandbox). */
+  /** The full host argv for one command in `cwd` (inside the sandbox): bwrap, started in the cgroups. */
   argv(
     argv: readonly string[],
     cwd: string,
     env: Readonly<Record<string, string>> = {},
     extraMounts: readonly string[] = [],
   ): string[] {
-    return [
+    return joinCgroupArgv(this.cgroupProcs, [
       this.bwrap,
       ...STATUS_ARGUMENTS,
       ...mountArguments(this.mounts, extraMounts),
@@ -220,7 +230,7 @@ export class BwrapSandbox implements Sandbox {
       cwd,
       '--',
       ...argv,
-    ];
+    ]);
   }
 
   async exec(argv: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
@@ -245,6 +255,11 @@ export class BwrapSandbox implements Sandbox {
       track: this.groups.track,
       wrapper: new SandboxInit(),
     });
+    if (result.exitCode === JOIN_FAILED && result.stderrText.startsWith(JOIN_FAILURE))
+      throw new WsError(
+        'BACKEND_ERROR',
+        `The command could not start in its cgroup: ${result.stderrText.trim()}`,
+      );
     // bwrap reports its own failures on stderr with exit code 1; tell them from the command's.
     if (result.exitCode === 1) {
       const stderr = result.stderrText;

@@ -14,6 +14,13 @@ import {
   reapCandidates,
   removeTree,
 } from '@ws/core/backend';
+import {
+  cgroupCreated,
+  cgroupScope,
+  findCgroupLayout,
+  listWorkspaceCgroups,
+  removeCgroup,
+} from './bwrap-cgroup.js';
 import { defaultRuntimeDir } from './bwrap-provider.js';
 
 /** Options of {@link gcBwrap}. */
@@ -87,12 +94,41 @@ async function matching(
 }
 
 /**
+ * The cgroups of the workspaces of one runtime folder (`<hierarchy>/ws/<12 hex of the folder>-<12 hex
+ * of the id>-<pid>-<6 hex>`, one per controller on cgroup v1): in use while the host process that made
+ * it lives; removing one kills what is left in it.
+ */
+async function cgroupCandidates(runtimeDir: string): Promise<ReapCandidate[]> {
+  const found = await findCgroupLayout();
+  if ('problem' in found) return [];
+  const candidates: ReapCandidate[] = [];
+  const scope = cgroupScope(runtimeDir);
+  for (const cgroup of await listWorkspaceCgroups(Object.values(found.layout.parents))) {
+    if (cgroup.scope !== scope) continue;
+    const created = await cgroupCreated(cgroup.folder);
+    if (created === undefined) continue;
+    candidates.push({
+      kind: 'cgroup',
+      name: cgroup.folder,
+      idleSince: created,
+      probe: async () => ({ inUse: processAlive(cgroup.ownerPid) }),
+      remove: () =>
+        removeCgroup(cgroup.folder).catch((error: unknown) => {
+          throw fromErrno(error, `Removing the cgroup ${cgroup.folder} failed`, { path: cgroup.folder });
+        }),
+    });
+  }
+  return candidates;
+}
+
+/**
  * Reaps what bubblewrap workspaces left on this host when their process was killed before `close()`:
  * - runtime folders (`<hostRuntimeDir>/run-*`) with the gateway's sockets: a gateway dies with the
  *   process that started it (its bwrap runs with `--die-with-parent`), its folder stays;
  * - half-written gateway bundles in `<hostRuntimeDir>/gateway`;
  * - the sandboxes' private `/tmp` folders and the temporary workdirs of workspaces without a
  *   `hostWorkdir` (`<tmpDir>/ws-bwrap-*`);
+ * - the workspaces' cgroups (`/sys/fs/cgroup/…/ws/*`, kind `cgroup`), with any process left in them;
  * - under `roots`, what killed writers left in workdirs, as `gcLocal` clears it (`.ws-*.tmp`,
  *   `*.tmp-*`, `.append-*`, a stale `context.jsonl.lock`, half-copied skill folders).
  *
@@ -126,6 +162,7 @@ export async function gcBwrap(options: BwrapGcOptions): Promise<GcReport> {
     ...(await matching(runtimeDir, RUNTIME_FOLDER, 'runtime-folder', true)),
     ...(await matching(join(runtimeDir, 'gateway'), BUNDLE_TEMPORARY, 'temporary-file', false)),
     ...(await matching(resolve(checked.tmpDir ?? tmpdir()), TEMPORARY_FOLDER, 'temporary-folder', true)),
+    ...(await cgroupCandidates(runtimeDir)),
   ];
   await reapCandidates(ledger, candidates);
   return ledger.report();

@@ -94,6 +94,20 @@ function processesUsing(path: string): number[] {
   return found;
 }
 
+/** The workspace cgroups of the host processes `pids` (one folder per controller on cgroup v1). */
+function cgroupsOf(pids: readonly number[]): string[] {
+  const parents = ['pids', 'memory', 'cpu', 'unified', '.'].map((hierarchy) =>
+    join('/sys/fs/cgroup', hierarchy, 'ws'),
+  );
+  return [...new Set(parents.filter((parent) => existsSync(parent)))].flatMap((parent) =>
+    readdirSync(parent)
+      .filter((name) =>
+        pids.some((pid) => new RegExp(`^[0-9a-f]{12}-[0-9a-f]{12}-${pid}-[0-9a-f]{6}$`).test(name)),
+      )
+      .map((name) => join(parent, name)),
+  );
+}
+
 const byName = (report: GcReport) =>
   Object.fromEntries([
     ...report.removed.map((resource) => [resource.name, 'removed']),
@@ -138,9 +152,20 @@ describe.skipIf(problem !== undefined)('gcBwrap', () => {
   it('clears what killed hosts left (runtime folders, sandbox /tmp, temporary workdirs, writers), keeps live and young ones', async () => {
     const paths = folders('reaped');
     // Two hosts killed with their workspace open (one persistent, one on a temporary workdir), one alive.
-    await host(paths, { workspaceId: 'crashed', hostWorkdir: join(paths.work, 'crashed') }, true);
-    await host(paths, { workspaceId: 'scratch' }, true);
+    const crashed = await host(
+      paths,
+      { workspaceId: 'crashed', hostWorkdir: join(paths.work, 'crashed') },
+      true,
+    );
+    const scratch = await host(paths, { workspaceId: 'scratch' }, true);
     const live = await host(paths, { workspaceId: 'live', hostWorkdir: join(paths.work, 'live') }, false);
+    // Where the host lets the workspaces have cgroups (root), each left its own.
+    const deadCgroups = cgroupsOf([crashed.pid, scratch.pid]);
+    const liveCgroups = cgroupsOf([live.pid]);
+    if (process.getuid?.() === 0) {
+      expect(deadCgroups.length).toBeGreaterThanOrEqual(2);
+      expect(liveCgroups.length).toBeGreaterThanOrEqual(1);
+    }
 
     const runtimes = readdirSync(paths.runtime).filter((name) => name.startsWith('run-'));
     const temporaries = readdirSync(paths.tmp).filter((name) => name.startsWith('ws-bwrap-'));
@@ -151,13 +176,15 @@ describe.skipIf(problem !== undefined)('gcBwrap', () => {
     const dead = [
       ...runtimes.filter((name) => !isLive(name)).map((name) => join(paths.runtime, name)),
       ...temporaries.filter((name) => !isLive(name)).map((name) => join(paths.tmp, name)),
+      ...deadCgroups,
     ];
     const alive = [
       ...runtimes.filter(isLive).map((name) => join(paths.runtime, name)),
       ...temporaries.filter(isLive).map((name) => join(paths.tmp, name)),
+      ...liveCgroups,
     ];
-    expect(dead).toHaveLength(5);
-    expect(alive).toHaveLength(2);
+    expect(dead).toHaveLength(5 + deadCgroups.length);
+    expect(alive).toHaveLength(2 + liveCgroups.length);
     // The gateways died with their hosts; their sockets stayed behind.
     for (const runtime of dead.filter((path) => path.startsWith(paths.runtime))) {
       expect(processesUsing(join(runtime, 'shared'))).toEqual([]);
@@ -178,8 +205,8 @@ describe.skipIf(problem !== undefined)('gcBwrap', () => {
     for (const path of [bundleTemporary, append, lookalike]) writeFileSync(path, 'left over');
     const aged = new Date(Date.now() - 2 * HOUR);
     for (const path of [...dead, bundleTemporary, append, lookalike]) utimesSync(path, aged, aged);
-    for (const runtime of dead)
-      for (const entry of readdirSync(runtime)) utimesSync(join(runtime, entry), aged, aged);
+    for (const folder of dead.filter((path) => path.startsWith(base)))
+      for (const entry of readdirSync(folder)) utimesSync(join(folder, entry), aged, aged);
 
     const options = { roots: [paths.work], hostRuntimeDir: paths.runtime, tmpDir: paths.tmp };
     const young = await gcBwrap({ ...options, olderThanMs: YEARS });
@@ -205,7 +232,14 @@ describe.skipIf(problem !== undefined)('gcBwrap', () => {
       Object.fromEntries(report.removed.map((resource) => [resource.name, resource.kind])),
     ).toMatchObject(
       Object.fromEntries([
-        ...dead.map((path) => [path, path.startsWith(paths.runtime) ? 'runtime-folder' : 'temporary-folder']),
+        ...dead.map((path) => [
+          path,
+          path.startsWith(paths.runtime)
+            ? 'runtime-folder'
+            : path.startsWith(paths.tmp)
+              ? 'temporary-folder'
+              : 'cgroup',
+        ]),
         [bundleTemporary, 'temporary-file'],
         [append, 'temporary-file'],
       ]),

@@ -12,6 +12,26 @@ import { hostTag } from '@ws/core/backend';
 import { afterAll } from 'vitest';
 import { BubblewrapWorkspace, type BubblewrapWorkspaceOptions, bubblewrapProblem } from '../src/index.js';
 
+// What bubblewrap enforces here: limits through cgroups (this host's process is root), both network
+// settings but allow lists, both privilege settings (standard needs root).
+const root = process.getuid?.() === 0;
+const policy = {
+  limits: root ? (['cpus', 'memoryMiB', 'pids'] as const) : [],
+  network: ['none', 'full'] as const,
+  privileges: root ? (['hardened', 'standard'] as const) : (['hardened'] as const),
+  defaultPids: root,
+};
+
+/** The workspace cgroups of an id (one folder per controller on cgroup v1), as the host sees them. */
+async function cgroupsOf(workspaceId: string): Promise<string[]> {
+  // `<tag of the runtime folder>-<tag of the id>-<pid>-<random>`.
+  const pattern = new RegExp(`^[0-9a-f]{12}-${hostTag(workspaceId)}-`);
+  const parents = ['pids', 'memory', 'cpu', 'cpu,cpuacct', 'unified', '.'].map((hierarchy) =>
+    join('/sys/fs/cgroup', hierarchy, 'ws'),
+  );
+  return (await Promise.all(parents.map((parent) => entriesMatching(parent, pattern)))).flat();
+}
+
 /** How a conformance run sets up its workspaces; each is a test file of its own. */
 export type BubblewrapSetup = 'host folder' | 'no gateway' | 'temporary workdir';
 
@@ -31,6 +51,7 @@ export async function registerBubblewrapConformance(setup: BubblewrapSetup): Pro
     ...(await hostProcessesUsing(workdir)),
     ...(await entriesMatching(tmpdir(), new RegExp(`^ws-bwrap-${hostTag(workspaceId)}-`))),
     ...(await entriesMatching(cache, new RegExp(`^run-${hostTag(workspaceId)}-`))),
+    ...(await cgroupsOf(workspaceId)),
   ];
   const skipReason = () => requireEngine('bubblewrap', bubblewrapProblem());
 
@@ -57,6 +78,8 @@ export async function registerBubblewrapConformance(setup: BubblewrapSetup): Pro
   await registerConformanceSuite({
     name: bare ? 'bwrap (no gateway)' : 'bwrap',
     skipReason,
+    // The default process limit once (it forks two thousand processes).
+    policy: { ...policy, defaultPids: policy.defaultPids && !bare },
     leftovers: (workspaceId) => leftovers(options(workspaceId).hostWorkdir!, workspaceId)(),
     process: {
       module: built,

@@ -14,6 +14,9 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 await registerConformanceSuite({
   name: 'local',
   leftovers: (workspaceId) => hostProcessesUsing(join(base, workspaceId)),
+  // Host processes: no limit, the host's network, the host user's own privileges (root here, which
+  // the privileges case looks for); everything else is refused.
+  policy: { limits: [], network: ['full'], privileges: ['standard'] },
   process: {
     module: built,
     exportName: 'LocalWorkspace',
