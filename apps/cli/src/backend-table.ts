@@ -1,4 +1,4 @@
-import type { GcOptions, GcReport, Workspace } from '@ws/core';
+import type { GcOptions, GcReport, SandboxPolicyOptions, Workspace } from '@ws/core';
 import { UsageError } from './cli-args.js';
 import type { BackendName, BackendSettings } from './settings.js';
 
@@ -41,6 +41,15 @@ function reaper(module: unknown, name: string, packageName: string): Reap {
   return found as Reap;
 }
 
+/**
+ * The sandbox policy options every backend takes, those set. A backend refuses what it cannot
+ * enforce (`CAPABILITY_UNSUPPORTED`) when it opens; the command passes everything on and does not
+ * guess.
+ */
+export function policyOptions({ limits, network, privileges }: BackendSettings): SandboxPolicyOptions {
+  return defined({ limits, network, privileges });
+}
+
 /** The folders a host-files reaper searches: `--root`s, else the workdir. */
 function rootsOf(settings: BackendSettings): string[] | undefined {
   if (settings.roots && settings.roots.length > 0) return [...settings.roots];
@@ -51,9 +60,9 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
   local: {
     package: '@ws/local',
     load: () => import('@ws/local'),
-    open(module, { common, hostWorkdir }) {
+    open(module, { common, hostWorkdir, settings }) {
       const { LocalWorkspace } = module as typeof import('@ws/local');
-      return new LocalWorkspace({ ...common, hostWorkdir: hostWorkdir ?? '.' });
+      return new LocalWorkspace({ ...common, ...policyOptions(settings), hostWorkdir: hostWorkdir ?? '.' });
     },
     reap(module, options, settings) {
       const roots = rootsOf(settings);
@@ -67,9 +76,9 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
   bwrap: {
     package: '@ws/bwrap',
     load: () => import('@ws/bwrap'),
-    open(module, { common, hostWorkdir }) {
+    open(module, { common, hostWorkdir, settings }) {
       const { BubblewrapWorkspace } = module as typeof import('@ws/bwrap');
-      return new BubblewrapWorkspace({ ...common, ...defined({ hostWorkdir }) });
+      return new BubblewrapWorkspace({ ...common, ...policyOptions(settings), ...defined({ hostWorkdir }) });
     },
     reap(module, options, settings) {
       return reaper(module, 'gcBwrap', '@ws/bwrap')({ ...options, ...defined({ roots: rootsOf(settings) }) });
@@ -80,8 +89,14 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
     load: () => import('@ws/docker'),
     open(module, { common, hostWorkdir, settings }) {
       const { DockerWorkspace } = module as typeof import('@ws/docker');
-      const { image, volume, network, owner } = settings;
-      return new DockerWorkspace({ ...common, ...defined({ hostWorkdir, image, volume, network, owner }) });
+      const { image, volume, networkName, owner } = settings;
+      // Docker also takes a network by name (`bridge`, a user-defined network).
+      const network = networkName ?? settings.network;
+      return new DockerWorkspace({
+        ...common,
+        ...policyOptions(settings),
+        ...defined({ hostWorkdir, image, volume, network, owner }),
+      });
     },
     reap(module, options) {
       return reaper(module, 'gcDocker', '@ws/docker')(options);
@@ -93,7 +108,11 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
     open(module, { common, settings }) {
       const { E2BWorkspace } = module as typeof import('@ws/e2b');
       const { image, apiKey, apiUrl, owner } = settings;
-      return new E2BWorkspace({ ...common, ...defined({ template: image, apiKey, apiUrl, owner }) });
+      return new E2BWorkspace({
+        ...common,
+        ...policyOptions(settings),
+        ...defined({ template: image, apiKey, apiUrl, owner }),
+      });
     },
     reap(module, options, { apiKey, apiUrl }) {
       return reaper(module, 'gcE2B', '@ws/e2b')({ ...options, ...defined({ apiKey, apiUrl }) });
@@ -105,7 +124,11 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
     open(module, { common, settings }) {
       const { DaytonaWorkspace } = module as typeof import('@ws/daytona');
       const { image, apiKey, apiUrl, owner } = settings;
-      return new DaytonaWorkspace({ ...common, ...defined({ image, apiKey, apiUrl, owner }) });
+      return new DaytonaWorkspace({
+        ...common,
+        ...policyOptions(settings),
+        ...defined({ image, apiKey, apiUrl, owner }),
+      });
     },
     reap(module, options, { apiKey, apiUrl }) {
       return reaper(module, 'gcDaytona', '@ws/daytona')({ ...options, ...defined({ apiKey, apiUrl }) });
@@ -117,7 +140,11 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
     open(module, { common, settings }) {
       const { K8sWorkspace } = module as typeof import('@ws/k8s');
       const { image, namespace, kubeconfig, owner } = settings;
-      return new K8sWorkspace({ ...common, ...defined({ image, namespace, kubeconfig, owner }) });
+      return new K8sWorkspace({
+        ...common,
+        ...policyOptions(settings),
+        ...defined({ image, namespace, kubeconfig, owner }),
+      });
     },
     reap(module, options, { namespace, kubeconfig }) {
       return reaper(module, 'gcK8s', '@ws/k8s')({ ...options, ...defined({ namespace, kubeconfig }) });
@@ -129,7 +156,11 @@ export const BACKEND_TABLE: Readonly<Record<BackendName, BackendEntry>> = {
     open(module, { common, settings }) {
       const { OpenSandboxWorkspace } = module as typeof import('@ws/opensandbox');
       const { image, apiKey, apiUrl, owner } = settings;
-      return new OpenSandboxWorkspace({ ...common, ...defined({ image, apiKey, domain: apiUrl, owner }) });
+      return new OpenSandboxWorkspace({
+        ...common,
+        ...policyOptions(settings),
+        ...defined({ image, apiKey, domain: apiUrl, owner }),
+      });
     },
     reap(module, options, { apiKey, apiUrl }) {
       return reaper(

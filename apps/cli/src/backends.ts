@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { McpServerSpec, Workspace } from '@ws/core';
@@ -18,6 +18,12 @@ export const BACKEND_OPTIONS = {
   image: { type: 'string' },
   volume: { type: 'string' },
   network: { type: 'string' },
+  'network-allow': { type: 'string', multiple: true },
+  cpus: { type: 'string' },
+  memory: { type: 'string' },
+  pids: { type: 'string' },
+  disk: { type: 'string' },
+  privileges: { type: 'string' },
   env: { type: 'string', multiple: true },
   'api-key': { type: 'string' },
   'api-url': { type: 'string' },
@@ -49,7 +55,20 @@ export const BACKEND_HELP = `Backend options:
   --image NAME             container image (docker, daytona, k8s, opensandbox) or template (e2b)
                                                                                    [WS_IMAGE]
   --volume NAME            named volume mounted as the workdir (docker)
-  --network NAME           container network: none, bridge or a network name (docker)
+  --network MODE           none (no network), full (the backend's ordinary network) or, on docker,
+                           a Docker network's name such as bridge                   [WS_NETWORK]
+  --network-allow HOST     only these hosts, addresses, CIDR blocks or *.example.com wildcards
+                           (repeatable or comma-separated), where the backend can enforce it;
+                           excludes --network                                 [WS_NETWORK_ALLOW]
+  --cpus N                 CPUs the sandbox may use (fractions allowed: 0.5)          [WS_CPUS]
+  --memory SIZE            memory cap in MiB (512, 512M, 2G); past it a process is killed
+                                                                                  [WS_MEMORY]
+  --pids N                 most processes and threads at once                        [WS_PIDS]
+  --disk SIZE              disk space of the sandbox in MiB (512, 512M, 2G)          [WS_DISK]
+  --privileges MODE        hardened (no capabilities, no setuid) or standard (the backend's
+                           ordinary privileges, so root can install packages)   [WS_PRIVILEGES]
+                           A backend that cannot enforce a limit, network or privilege setting
+                           refuses to open (CAPABILITY_UNSUPPORTED) rather than run without it.
   --env KEY=VALUE          variable for every command (repeatable)
   --api-key KEY            e2b, daytona or opensandbox API key (else E2B_API_KEY, DAYTONA_API_KEY,
                            OPEN_SANDBOX_API_KEY)
@@ -87,11 +106,19 @@ export async function openWorkspace(values: FlagValues, signal: AbortSignal): Pr
     ...(settings.env ? { env: settings.env } : {}),
   };
   const module = await loadBackend(backend);
-  const workspace = BACKEND_TABLE[backend].open(module, {
-    common,
-    hostWorkdir: hostWorkdir ?? (temporary ? await mkdtemp(join(tmpdir(), 'ws-')) : undefined),
-    settings,
-  });
+  const temporaryDir = temporary ? await mkdtemp(join(tmpdir(), 'ws-')) : undefined;
+  let workspace: Workspace;
+  try {
+    workspace = BACKEND_TABLE[backend].open(module, {
+      common,
+      hostWorkdir: hostWorkdir ?? temporaryDir,
+      settings,
+    });
+  } catch (error) {
+    // A backend refuses options it cannot enforce in its constructor: the temporary folder goes.
+    if (temporaryDir) await rm(temporaryDir, { recursive: true, force: true }).catch(() => {});
+    throw error;
+  }
   const closing = async () => {
     if (temporary || unnamed) await workspace.destroy().catch(() => workspace.close());
     else await workspace.close();

@@ -1,6 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { NetworkPolicy, Privileges, WorkspaceLimits } from '@ws/core';
 import { parseDuration, parsePairs, UsageError } from './cli-args.js';
+import {
+  LIMIT_SETTINGS,
+  type LimitSetting,
+  parseAllowList,
+  parseLimit,
+  parseNetwork,
+  parsePrivileges,
+} from './policy-flags.js';
 
 /** Every backend the command knows, in the order the help lists them. */
 export const BACKENDS = ['local', 'bwrap', 'docker', 'e2b', 'daytona', 'k8s', 'opensandbox'] as const;
@@ -9,7 +18,11 @@ export type BackendName = (typeof BACKENDS)[number];
 /** Backends whose workspaces carry an owner tag (`ws.owner`), for `ws ls --owner` / `ws gc --owner`. */
 export const OWNER_TAGGED: readonly BackendName[] = ['docker', 'e2b', 'daytona', 'k8s', 'opensandbox'];
 
-type Kind = 'string' | 'path' | 'paths' | 'pairs';
+/**
+ * `string`, `path`, `paths` (one or a list), `pairs` (KEY=VALUE), `number` (a string or, in a config
+ * file, a JSON number), `list` (strings, each of them comma-separated items).
+ */
+type Kind = 'string' | 'path' | 'paths' | 'pairs' | 'number' | 'list';
 
 interface SettingSpec {
   readonly kind: Kind;
@@ -17,6 +30,8 @@ interface SettingSpec {
   readonly backends?: readonly BackendName[];
   /** The environment variable that sets it (below flags, above the config file). */
   readonly env?: string;
+  /** Checks one value, whatever its origin; `label` names the origin in the error. @throws UsageError */
+  readonly check?: (label: string, text: string) => unknown;
 }
 
 /**
@@ -29,7 +44,17 @@ const SETTINGS = {
   'workspace-id': { kind: 'string', env: 'WS_WORKSPACE_ID' },
   image: { kind: 'string', backends: ['docker', 'e2b', 'daytona', 'k8s', 'opensandbox'], env: 'WS_IMAGE' },
   volume: { kind: 'string', backends: ['docker'] },
-  network: { kind: 'string', backends: ['docker'] },
+  network: { kind: 'string', env: 'WS_NETWORK' },
+  'network-allow': {
+    kind: 'list',
+    env: 'WS_NETWORK_ALLOW',
+    check: (label, text) => parseAllowList(label, [text]),
+  },
+  cpus: { kind: 'number', env: 'WS_CPUS', check: (label, text) => parseLimit('cpus', label, text) },
+  memory: { kind: 'number', env: 'WS_MEMORY', check: (label, text) => parseLimit('memory', label, text) },
+  pids: { kind: 'number', env: 'WS_PIDS', check: (label, text) => parseLimit('pids', label, text) },
+  disk: { kind: 'number', env: 'WS_DISK', check: (label, text) => parseLimit('disk', label, text) },
+  privileges: { kind: 'string', env: 'WS_PRIVILEGES', check: parsePrivileges },
   env: { kind: 'pairs' },
   'api-key': { kind: 'string', backends: ['e2b', 'daytona', 'opensandbox'] },
   'api-url': { kind: 'string', backends: ['e2b', 'daytona', 'opensandbox'] },
@@ -56,7 +81,13 @@ export interface BackendSettings {
   readonly workspaceId?: string | undefined;
   readonly image?: string | undefined;
   readonly volume?: string | undefined;
-  readonly network?: string | undefined;
+  /** `--cpus`, `--memory`, `--pids`, `--disk`: the limits set (undefined when none is). */
+  readonly limits?: WorkspaceLimits | undefined;
+  /** `--network none|full` or `--network-allow`: the common network policy. */
+  readonly network?: NetworkPolicy | undefined;
+  /** `--network NAME` other than none and full: a Docker network's name (docker only). */
+  readonly networkName?: string | undefined;
+  readonly privileges?: Privileges | undefined;
   readonly env?: Record<string, string> | undefined;
   readonly apiKey?: string | undefined;
   readonly apiUrl?: string | undefined;
@@ -110,6 +141,7 @@ export function readConfigFile(path: string, origin: string): ConfigFile {
         if (setting === 'backend') throw fail(`"${backend}" cannot name another backend`);
         if (!applies(setting, backend)) throw fail(`"${name}" does not apply to the ${backend} backend`);
         section[setting] = checkValue(setting, item, base, fail);
+        if (setting === 'network') checkNetwork(section.network as string, backend, fail);
       }
       sections[backend] = section;
     } else {
@@ -120,6 +152,16 @@ export function readConfigFile(path: string, origin: string): ConfigFile {
   if (top.backend !== undefined && !(BACKENDS as readonly string[]).includes(top.backend as string))
     throw fail(`unknown backend ${JSON.stringify(top.backend)}; use one of ${BACKENDS.join(', ')}`);
   return { top, sections };
+}
+
+/** A network in a backend's section: a name only where the backend takes one. */
+function checkNetwork(text: string, backend: BackendName, fail: (why: string) => UsageError): void {
+  try {
+    parseNetwork('"network"', text, backend);
+  } catch (error) {
+    if (error instanceof UsageError) throw fail(error.message);
+    throw error;
+  }
 }
 
 function checkName(name: string, fail: (why: string) => UsageError, where: string): SettingName {
@@ -133,13 +175,33 @@ function checkValue(
   base: string,
   fail: (why: string) => UsageError,
 ): Value {
-  const kind: Kind = SETTINGS[name].kind;
+  const spec: SettingSpec = SETTINGS[name];
+  const kind = spec.kind;
   const strings = (item: unknown) => Array.isArray(item) && item.every((entry) => typeof entry === 'string');
+  /** The setting's own check, its error naming the file and the key. */
+  const checked = <T extends string | string[]>(texts: T): T => {
+    try {
+      for (const text of typeof texts === 'string' ? [texts] : texts) spec.check?.(`"${name}"`, text);
+    } catch (error) {
+      if (error instanceof UsageError) throw fail(error.message);
+      throw error;
+    }
+    return texts;
+  };
   switch (kind) {
     case 'string':
     case 'path':
       if (typeof value !== 'string' || value === '') throw fail(`"${name}" must be a non-empty string`);
-      return kind === 'path' ? resolve(base, value) : value;
+      return kind === 'path' ? resolve(base, value) : checked(value);
+    case 'number':
+      if (typeof value === 'number') return checked(String(value));
+      if (typeof value !== 'string' || value === '') throw fail(`"${name}" must be a number or a string`);
+      return checked(value);
+    case 'list':
+      if (typeof value === 'string') return checked([value]);
+      if (!strings(value) || (value as string[]).length === 0)
+        throw fail(`"${name}" must be a string or a non-empty list of strings`);
+      return checked(value as string[]);
     case 'paths':
       if (typeof value === 'string') return [resolve(base, value)];
       if (!strings(value)) throw fail(`"${name}" must be a path or a list of paths`);
@@ -219,6 +281,43 @@ export function resolveSettings(flags: FlagValues, env: NodeJS.ProcessEnv = proc
     if (workdir.rank < volume.rank) volume = undefined;
     else workdir = undefined;
   }
+  const fileLabel = `${flags.config !== undefined ? '--config' : 'WS_CONFIG'} ${configPath ?? ''}`;
+  /** Where a value of rank `rank` came from, for its errors. */
+  const label = (name: SettingName, rank: number): string => {
+    const spec: SettingSpec = SETTINGS[name];
+    return rank === 0 ? `--${name}` : rank === 1 && spec.env ? spec.env : `${fileLabel}: "${name}"`;
+  };
+
+  let network = pick('network');
+  let allow = pick('network-allow');
+  if (network && allow) {
+    if (network.rank === allow.rank) {
+      throw new UsageError(
+        network.rank === 2
+          ? `${fileLabel}: "network" and "network-allow" exclude each other`
+          : `${label('network', network.rank)} and ${label('network-allow', allow.rank)} exclude each other (an allow list is the network: drop ${label('network', network.rank)})`,
+      );
+    }
+    if (network.rank < allow.rank) allow = undefined;
+    else network = undefined;
+  }
+  const networkChoice = network
+    ? parseNetwork(label('network', network.rank), network.value as string, backend)
+    : undefined;
+  const allowList = allow
+    ? parseAllowList(
+        label('network-allow', allow.rank),
+        typeof allow.value === 'string' ? [allow.value] : (allow.value as string[]),
+      )
+    : undefined;
+  const limits: Record<string, number> = {};
+  for (const name of Object.keys(LIMIT_SETTINGS) as LimitSetting[]) {
+    const found = pick(name);
+    if (found)
+      limits[LIMIT_SETTINGS[name].limit] = parseLimit(name, label(name, found.rank), found.value as string);
+  }
+  const privileges = pick('privileges');
+
   const startTimeout = text('start-timeout') ?? '5m';
   return {
     backend,
@@ -226,7 +325,16 @@ export function resolveSettings(flags: FlagValues, env: NodeJS.ProcessEnv = proc
     volume: volume?.value as string | undefined,
     workspaceId: text('workspace-id'),
     image: text('image'),
-    network: text('network'),
+    limits: Object.keys(limits).length > 0 ? limits : undefined,
+    network: allowList
+      ? { allow: allowList }
+      : networkChoice && 'network' in networkChoice
+        ? networkChoice.network
+        : undefined,
+    networkName: networkChoice && 'networkName' in networkChoice ? networkChoice.networkName : undefined,
+    privileges: privileges
+      ? parsePrivileges(label('privileges', privileges.rank), privileges.value as string)
+      : undefined,
     env: mergeEnv(section.env ?? config?.top.env, flags.env),
     apiKey: text('api-key'),
     apiUrl: text('api-url'),

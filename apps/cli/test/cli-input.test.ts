@@ -60,6 +60,26 @@ describe('ws: bad input gives one line and a non-zero exit', () => {
     ['a bad --max-result-chars', ['serve', '--max-result-chars', '-5'], /--max-result-chars/],
     ['exec without a command', ['exec'], /no command given/],
     ['a bad duration', ['exec', '--timeout', 'soon', '--', 'true'], /--timeout takes a duration/],
+    ['a bad --memory', ['exec', '--memory', 'lots', '--', 'true'], /^ws: --memory takes a size in MiB/],
+    ['a bad --cpus', ['serve', '--cpus', '0'], /^ws: --cpus takes a number of CPUs/],
+    ['a bad --pids', ['exec', '--pids', '4', '--', 'true'], /^ws: --pids: limits\.pids .*at least 8/],
+    ['a bad --disk', ['serve', '--disk', '3X'], /^ws: --disk takes a size in MiB/],
+    ['a bad --privileges', ['exec', '--privileges', 'root', '--', 'true'], /takes hardened or standard/],
+    [
+      'a network name on the local backend',
+      ['exec', '--network', 'bridge', '--', 'true'],
+      /^ws: --network takes none or full on the local backend/,
+    ],
+    [
+      'a bad --network-allow entry',
+      ['serve', '--network-allow', 'a.example.com,-x-'],
+      /"-x-" is none of them/,
+    ],
+    [
+      '--network with --network-allow',
+      ['exec', '--network', 'none', '--network-allow', '10.0.0.0/8', '--', 'true'],
+      /--network and --network-allow exclude each other/,
+    ],
     [
       'a workdir under /proc (demo)',
       ['demo', '--workdir', '/proc/nope'],

@@ -101,6 +101,16 @@ describe('ws exec --backend local', () => {
     expect(await exited).toBe(0);
     expect(stdout).toBe('first\nsecond\n');
   });
+
+  it('--network none is refused by the local backend, with its CAPABILITY_UNSUPPORTED message', () => {
+    const result = runWs(['exec', '--backend', 'local', '--network', 'none', '--', 'true']);
+    expect(result.status).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(
+      /^ws: CAPABILITY_UNSUPPORTED: The local backend cannot enforce network: 'none'/,
+    );
+    expect(result.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
 });
 
 const noDocker = dockerUnavailable();
@@ -110,5 +120,25 @@ describe.skipIf(noDocker !== undefined)('ws exec --backend docker', () => {
   it("sh -c 'echo out; echo err >&2; exit 3' prints both streams and exits 3", () => {
     const result = runWs(['exec', '--backend', 'docker', '--', 'sh', '-c', SCRIPT]);
     expect(result).toEqual({ status: 3, stdout: 'out\n', stderr: 'err\n' });
+  });
+
+  it('--network none leaves the command the loopback interface only', () => {
+    const result = runWs(['exec', '--backend', 'docker', '--network', 'none', '--', 'cat', '/proc/net/dev']);
+    expect(result.status, result.stderr).toBe(0);
+    // Two header lines, then one "name: counters" line per interface.
+    const interfaces = result.stdout
+      .trim()
+      .split('\n')
+      .slice(2)
+      .map((line) => line.split(':')[0]?.trim());
+    expect(interfaces).toEqual(['lo']);
+  });
+
+  it('--network-allow is refused by the docker backend with its CAPABILITY_UNSUPPORTED message', () => {
+    const result = runWs(['exec', '--backend', 'docker', '--network-allow', '10.0.0.0/8', '--', 'true']);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(
+      /^ws: CAPABILITY_UNSUPPORTED: The docker backend cannot enforce an allow list: .*network: "none"/i,
+    );
   });
 });

@@ -143,10 +143,17 @@ describe.skipIf(noBwrap !== undefined)('ws ls / ws gc --backend bwrap', () => {
     try {
       const listed = json<Listed>(['ls', '--backend', 'bwrap'], env);
       const names = listed.resources.map((item) => item.name);
-      expect(listed.resources.every((item) => item.name.startsWith(tmp))).toBe(true);
+      // Folders under its own temporary folder, and the workspaces' cgroups of its runtime folder.
+      expect(listed.resources.every((item) => item.name.startsWith(tmp) || item.kind === 'cgroup')).toBe(
+        true,
+      );
+      const folders = listed.resources.filter((item) => item.kind !== 'cgroup').map((item) => item.name);
       // Its runtime folder, the sandbox's /tmp and the temporary workdir, for each process.
-      expect(of(crashedPid, names)).toHaveLength(3);
-      expect(of(livePid, names)).toHaveLength(3);
+      expect(of(crashedPid, folders)).toHaveLength(3);
+      expect(of(livePid, folders)).toHaveLength(3);
+      // As root, each workspace's cgroup (its process limit) too.
+      const cgroups = listed.resources.filter((item) => item.kind === 'cgroup').map((item) => item.name);
+      if (process.getuid?.() === 0) expect(of(crashedPid, cgroups).length).toBeGreaterThanOrEqual(1);
       for (const item of listed.resources) expect(item.inUse).toBe(item.name.includes(`-${livePid}-`));
 
       const reaped = json<Reaped>(['gc', '--backend', 'bwrap', '--older-than', '0'], env);

@@ -84,6 +84,8 @@ describe('ws: settings from flags, the environment and a config file', () => {
     ],
     ['an unknown backend', { backend: 'vm' }, /unknown backend "vm"/],
     ['a value of the wrong type', { skill: 3 }, /"skill" must be a path or a list of paths/],
+    ['a memory size that is no size', { memory: 'lots' }, /"memory" takes a size in MiB/],
+    ['a network name for a backend without', { e2b: { network: 'bridge' } }, /"network" takes none or full/],
     [
       'both workdir and volume',
       { docker: { workdir: 'a', volume: 'b' } },
