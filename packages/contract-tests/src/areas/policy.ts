@@ -20,18 +20,19 @@ const ASKS: readonly { readonly need: string; readonly options: SandboxPolicyOpt
 ];
 
 /**
- * Starts `count` copies of a sleeping program under a name of its own from a shell that stops at the
- * first fork that fails, then kills every copy it finds (builtins only: nothing more to fork) and
- * prints how many there were.
+ * Forks `count` copies of a shell under a name of its own, each blocked reading a FIFO nothing writes
+ * (a fork without an exec: cheap, so the case measures the limit, not the machine), from a parent that
+ * stops at the first fork that fails; then kills every copy it finds (builtins only: nothing more to
+ * fork) and prints how many there were.
  */
 function bombScript(count: number): string {
   const name = `wsbomb${randomBytes(4).toString('hex')}`;
-  return `cp "$(command -v sleep)" "./${name}" || exit 3
-sh -c 'i=0; while [ $i -lt ${count} ]; do ./${name} 120 & i=$((i+1)); done' >/dev/null 2>&1
+  return `cp "$(command -v sh)" "./${name}" && mkfifo "./${name}.fifo" || exit 3
+"./${name}" -c 'exec 3<>"$1"; i=0; while [ $i -lt ${count} ]; do read -r _ <&3 & i=$((i+1)); done' sh "./${name}.fifo" >/dev/null 2>&1
 n=0
 for p in /proc/[0-9]*; do c=; read -r c < "$p/comm" 2>/dev/null
   if [ "$c" = ${name} ]; then kill -9 "\${p#/proc/}" 2>/dev/null && n=$((n+1)); fi; done
-rm -f "./${name}"
+rm -f "./${name}" "./${name}.fifo"
 echo "started=$n"`;
 }
 
