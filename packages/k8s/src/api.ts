@@ -1,7 +1,9 @@
 import {
+  type Configuration,
   CoreV1Api,
   createConfiguration,
   type KubeConfig,
+  NetworkingV1Api,
   type RequestContext,
   type ResponseContext,
   ServerConfiguration,
@@ -18,24 +20,31 @@ export const DEFAULT_K8S_REQUEST_TIMEOUT_MS = 30_000;
  * `makeApiClient` sets no time limit at all.
  */
 export function coreApi(config: KubeConfig, requestTimeoutMs: number): CoreV1Api {
+  return new CoreV1Api(apiConfiguration(config, requestTimeoutMs));
+}
+
+/** The networking API client of `config` (NetworkPolicies), with the same time limit as {@link coreApi}. */
+export function networkingApi(config: KubeConfig, requestTimeoutMs: number): NetworkingV1Api {
+  return new NetworkingV1Api(apiConfiguration(config, requestTimeoutMs));
+}
+
+function apiConfiguration(config: KubeConfig, requestTimeoutMs: number): Configuration {
   const cluster = config.getCurrentCluster();
   if (!cluster)
     throw new WsError('INVALID_ARGUMENT', 'The kubeconfig has no current cluster: set a current context');
-  return new CoreV1Api(
-    createConfiguration({
-      baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: config },
-      promiseMiddleware: [
-        {
-          pre: async (context: RequestContext) => {
-            context.setSignal(AbortSignal.timeout(requestTimeoutMs));
-            return context;
-          },
-          post: async (context: ResponseContext) => context,
+  return createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: config },
+    promiseMiddleware: [
+      {
+        pre: async (context: RequestContext) => {
+          context.setSignal(AbortSignal.timeout(requestTimeoutMs));
+          return context;
         },
-      ],
-    }),
-  );
+        post: async (context: ResponseContext) => context,
+      },
+    ],
+  });
 }
 
 /** Whether `error` is a request aborted by its time limit (no other signal reaches the API calls). */

@@ -1,14 +1,17 @@
 import type {
   CoreV1Api,
+  NetworkingV1Api,
+  V1NetworkPolicy,
   V1PersistentVolumeClaim,
   V1Pod,
   V1ResourceRequirements,
   V1Toleration,
 } from '@kubernetes/client-node';
-import { WsError } from '@ws/core';
-import { throwIfAborted, WS_LABELS } from '@ws/core/backend';
+import { type Privileges, WsError } from '@ws/core';
+import { type ResolvedNetwork, throwIfAborted, WS_LABELS } from '@ws/core/backend';
 import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
+import { networkPolicyManifest } from './pod-policy.js';
 import { CONTAINER_NAME, podManifest } from './pod-spec.js';
 
 /** Waiting reasons and conditions that will not pass by themselves: initialize fails at once on them. */
@@ -37,6 +40,10 @@ export interface PodSettings {
   nodeSelector?: Readonly<Record<string, string>> | undefined;
   tolerations?: readonly V1Toleration[] | undefined;
   serviceAccount?: string | undefined;
+  /** Where the Pod may connect; `none` or an allow list: a NetworkPolicy of the workspace's own. */
+  network?: ResolvedNetwork | undefined;
+  /** The container's privileges. Default: hardened. */
+  privileges?: Privileges | undefined;
   owner: string;
   /** How long to wait for the Pod to run, in milliseconds. */
   timeoutMs: number;
@@ -64,6 +71,7 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export class WorkspaceObjects {
   constructor(
     private readonly core: CoreV1Api,
+    private readonly networking: NetworkingV1Api,
     readonly namespace: string,
     readonly name: string,
     private readonly workspaceId: string,
@@ -360,6 +368,75 @@ export class WorkspaceObjects {
       }
     }
     await this.waitGone(() => this.readClaim('missing'), 'PersistentVolumeClaim', signal);
+  }
+
+  /** The workspace's NetworkPolicy; `foreign: 'missing'` reads another's of the same name as none. */
+  async readNetworkPolicy(
+    foreign: 'conflict' | 'missing' = 'conflict',
+  ): Promise<V1NetworkPolicy | undefined> {
+    try {
+      const found = await this.networking.readNamespacedNetworkPolicy({
+        name: this.name,
+        namespace: this.namespace,
+      });
+      if (foreign === 'missing' && !this.mine(found.metadata)) return undefined;
+      return this.own(found, 'NetworkPolicy');
+    } catch (error) {
+      if (httpCode(error) === 404) return undefined;
+      throw translateK8sError(error, `reading NetworkPolicy ${this.name}`);
+    }
+  }
+
+  /**
+   * Holds the Pod to `settings.network` (`none` or an allow list) with a NetworkPolicy, created before
+   * the Pod so that the Pod never runs without it; one of this workspace's that says otherwise is
+   * replaced. Without such a network asked for, nothing is done: a policy another workspace object
+   * of the id asked for stays while its Pod runs (it goes with the Pod).
+   */
+  async ensureNetworkPolicy(): Promise<void> {
+    const network = this.settings.network;
+    if (!network || network.kind === 'full') return;
+    const wanted = networkPolicyManifest(this.metadata(), this.workspaceId, network);
+    const found = await this.readNetworkPolicy();
+    if (found && !found.metadata?.deletionTimestamp) {
+      if (JSON.stringify(found.spec) === JSON.stringify(wanted.spec)) return;
+      await this.deleteNetworkPolicy();
+    }
+    try {
+      await this.inNamespace(
+        () => this.networking.createNamespacedNetworkPolicy({ namespace: this.namespace, body: wanted }),
+        `NetworkPolicy ${this.name}`,
+      );
+    } catch (error) {
+      // Another host created it first: ours is the same when it asked for the same network.
+      if (httpCode(error) !== 409) throw translateK8sError(error, `creating NetworkPolicy ${this.name}`);
+    }
+  }
+
+  /**
+   * Deletes the workspace's NetworkPolicy (only this workspace's), if any. A user who may not read
+   * NetworkPolicies made none: a 403 is ignored unless this workspace asked for a network policy.
+   */
+  async deleteNetworkPolicy(): Promise<void> {
+    const asked = this.settings.network !== undefined && this.settings.network.kind !== 'full';
+    let found: V1NetworkPolicy | undefined;
+    try {
+      found = await this.readNetworkPolicy('missing');
+    } catch (error) {
+      if (!asked && error instanceof WsError && error.code === 'PERMISSION_DENIED') return;
+      throw error;
+    }
+    if (!found || found.metadata?.deletionTimestamp) return;
+    try {
+      await this.networking.deleteNamespacedNetworkPolicy({
+        name: this.name,
+        namespace: this.namespace,
+        body: { preconditions: { uid: found.metadata?.uid } },
+      });
+    } catch (error) {
+      if (httpCode(error) !== 404 && httpCode(error) !== 409)
+        throw translateK8sError(error, `deleting NetworkPolicy ${this.name}`);
+    }
   }
 
   private async waitGone(read: () => Promise<unknown>, kind: string, signal?: AbortSignal): Promise<void> {

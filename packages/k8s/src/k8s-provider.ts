@@ -1,6 +1,7 @@
 import { Exec, KubeConfig } from '@kubernetes/client-node';
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  cgroupOomKills,
   type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
@@ -9,11 +10,12 @@ import {
   withRetry,
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
-import { coreApi } from './api.js';
+import { coreApi, networkingApi } from './api.js';
 import { WorkspaceObjects } from './k8s-objects.js';
 import { K8sSandbox, POD_WORKDIR } from './k8s-sandbox.js';
 import type { K8sWorkspaceOptions } from './k8s-workspace.js';
 import { objectName } from './names.js';
+import { hasMemoryLimit, type PodPolicy } from './pod-policy.js';
 import { CONTAINER_NAME } from './pod-spec.js';
 
 /** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
@@ -25,7 +27,12 @@ const ATTACH_EVERY_MS = 60_000;
 export const STALE_RECORD_MS = 180_000;
 
 /** Options of {@link K8sProvider}: the workspace class's own (documented there), defaults resolved. */
-export type K8sProviderOptions = OwnOptions<K8sWorkspaceOptions> & {
+export type K8sProviderOptions = Omit<
+  OwnOptions<K8sWorkspaceOptions>,
+  'limits' | 'network' | 'privileges'
+> & {
+  /** `limits`, `network` and `privileges`, checked and mapped (the container's `resources` among them). */
+  policy: PodPolicy;
   image: string;
   storageSize: string;
   startTimeoutMs: number;
@@ -96,12 +103,19 @@ export class K8sProvider implements Provider {
     const config = this.kubeConfig();
     const namespace =
       this.options.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
+    const { policy, ...options } = this.options;
     this.objects = new WorkspaceObjects(
-      coreApi(config, this.options.requestTimeoutMs),
+      coreApi(config, options.requestTimeoutMs),
+      networkingApi(config, options.requestTimeoutMs),
       namespace,
       objectName(workspaceId),
       workspaceId,
-      { ...this.options, owner: this.options.owner ?? 'ws', timeoutMs: this.options.startTimeoutMs },
+      {
+        ...options,
+        ...policy,
+        owner: options.owner ?? 'ws',
+        timeoutMs: options.startTimeoutMs,
+      },
     );
     return this.objects;
   }
@@ -115,6 +129,8 @@ export class K8sProvider implements Provider {
     // Both create by name (an existing object is used): safe to send again when the API server fails.
     const retry = { safe: true, ...(options.signal ? { signal: options.signal } : {}) };
     await withRetry(() => objects.ensureClaim(options.signal), retry);
+    // Before the Pod: it never runs without the network policy asked for.
+    await withRetry(() => objects.ensureNetworkPolicy(), retry);
     const { created } = await withRetry(() => objects.ensurePod(options.signal), retry);
     this.createdPod = created;
     this.attachMs = performance.now() - began;
@@ -143,7 +159,11 @@ export class K8sProvider implements Provider {
             },
       assetUrl: import.meta.url,
     });
-    return this.attached.open(options, []);
+    const session = await this.attached.open(options, []);
+    // The container's cgroup counts what its memory limit killed (the engine reports it as such).
+    return hasMemoryLimit(this.options.policy.resources)
+      ? { ...session, oomKills: () => cgroupOomKills(session.sandbox) }
+      : session;
   }
 
   /** True while the Pod exists, is not being deleted, and runs. */
@@ -173,16 +193,25 @@ export class K8sProvider implements Provider {
     const shared = (await attached?.close()) ?? false;
     if (!objects || shared) return;
     await objects.deletePod(options.signal);
+    // Another object's on a Pod this one opened without a policy goes too, as well as it can (gcK8s
+    // reaps what stays).
+    const network = this.options.policy.network;
+    if (network && network.kind !== 'full') await objects.deleteNetworkPolicy();
+    else await objects.deleteNetworkPolicy().catch(() => {});
     if (this.options.deletePvcOnClose) await objects.deleteClaim(options.signal);
     // The reaper counts the PVC's idle time from here (from its creation when this fails).
     else await objects.markClaimReleased().catch(() => false);
   }
 
-  /** Deletes the workspace's Pod and PVC (only objects carrying its id), waiting until both are gone. */
+  /**
+   * Deletes the workspace's Pod, NetworkPolicy and PVC (only objects carrying its id), waiting until
+   * the Pod and the PVC are gone.
+   */
   async destroy(options: ProviderOpenOptions): Promise<void> {
     await this.release();
     const objects = this.identify(options.workspaceId);
     await objects.deletePod(options.signal);
+    await objects.deleteNetworkPolicy();
     await objects.deleteClaim(options.signal);
   }
 }

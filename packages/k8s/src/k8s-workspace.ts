@@ -1,24 +1,33 @@
 import type { KubeConfig, V1ResourceRequirements, V1Toleration } from '@kubernetes/client-node';
-import type { CommonWorkspaceOptions } from '@ws/core';
+import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
 import { WsError } from '@ws/core';
 import {
   checkUserLabels,
   type OptionKeys,
   type OwnOptions,
+  POLICY_KEYS,
   splitOptions,
   WorkspaceEngine,
 } from '@ws/core/backend';
 import { DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { K8sProvider } from './k8s-provider.js';
 import { isLabelValue, MANAGED_BY_LABEL } from './names.js';
+import { resolvePodPolicy } from './pod-policy.js';
 
 /** The Pod image when none is given: any image with `sh` works; `node` 18+ adds the gateway and MCP. */
 export const DEFAULT_K8S_IMAGE = 'node:22-bookworm-slim';
 /** How long `initialize()` waits for the Pod to run when `startTimeoutMs` is not given. */
 export const DEFAULT_K8S_START_TIMEOUT_MS = 120_000;
 
-/** Options of {@link K8sWorkspace}. */
-export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
+/**
+ * Options of {@link K8sWorkspace}. The sandbox policy: `limits.cpus`, `memoryMiB` and `diskMiB` are
+ * the container's `cpu`, `memory` and `ephemeral-storage` limits (`limits.pids` is refused: a Pod has
+ * no process limit in the API); `network: 'none'` or an allow list of addresses and CIDR blocks is a
+ * NetworkPolicy of the workspace's own, which only a network plugin that enforces NetworkPolicies
+ * holds (host names are refused); `privileges: 'hardened'` (the default) drops every capability and
+ * forbids gaining one, `'standard'` leaves the container runtime's default capabilities.
+ */
+export interface K8sWorkspaceOptions extends CommonWorkspaceOptions, SandboxPolicyOptions {
   /**
    * A kubeconfig file's path, or a loaded `KubeConfig` (used as it is, never changed). Default: the
    * client's usual lookup (`KUBECONFIG`, `~/.kube/config`, else the in-cluster service account).
@@ -38,7 +47,10 @@ export interface K8sWorkspaceOptions extends CommonWorkspaceOptions {
   storageClassName?: string;
   /** Delete the PVC (the files) on `close()` too. Default: false (`destroy()` deletes it). */
   deletePvcOnClose?: boolean;
-  /** The container's resource requests and limits (`{ limits: { cpu: '1', memory: '1Gi' } }`). */
+  /**
+   * The container's resource requests and limits (`{ limits: { cpu: '1', memory: '1Gi' } }`); the
+   * `limits` option adds to these (one limit given in both is refused).
+   */
   resources?: V1ResourceRequirements;
   /** Variables of the Pod's container, seen by every command. */
   env?: Readonly<Record<string, string>>;
@@ -90,6 +102,7 @@ const K8S_KEYS: OptionKeys<K8sWorkspaceOptions> = {
   requestTimeoutMs: true,
   owner: true,
   gateway: true,
+  ...POLICY_KEYS,
 };
 
 /** Options this class refuses on purpose, with what to use instead. */
@@ -145,15 +158,24 @@ function checkOptions(options: OwnOptions<K8sWorkspaceOptions>): void {
 export class K8sWorkspace extends WorkspaceEngine<K8sProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown or malformed option or an unsafe workspace id.
+   * @throws WsError `INVALID_ARGUMENT` for an unknown or malformed option or an unsafe workspace id;
+   *   `CAPABILITY_UNSUPPORTED` for `limits.pids` or host names in `network.allow`.
    */
   constructor(options: K8sWorkspaceOptions = {}) {
     const { common, own } = splitOptions('K8sWorkspace', options, K8S_KEYS, K8S_HINTS);
     checkOptions(own);
+    const { limits, network, privileges, ...rest } = own;
+    const policy = resolvePodPolicy('K8sWorkspace', {
+      limits,
+      network,
+      privileges,
+      resources: own.resources,
+    });
     super({
       ...common,
       provider: new K8sProvider({
-        ...own,
+        ...rest,
+        policy,
         image: own.image ?? DEFAULT_K8S_IMAGE,
         storageSize: own.storageSize ?? '1Gi',
         startTimeoutMs: own.startTimeoutMs ?? DEFAULT_K8S_START_TIMEOUT_MS,

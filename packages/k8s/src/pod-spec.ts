@@ -3,6 +3,7 @@ import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import { layoutPaths, shellQuote } from '@ws/core/backend';
 import type { PodSettings } from './k8s-objects.js';
 import { POD_WORKDIR } from './k8s-sandbox.js';
+import { securityContextOf } from './pod-policy.js';
 
 /** The container of a workspace's Pod. */
 export const CONTAINER_NAME = 'workspace';
@@ -52,7 +53,7 @@ export function podManifest(metadata: V1ObjectMeta, claimName: string, settings:
           env: Object.entries(settings.env ?? {}).map(([name, value]) => ({ name, value })),
           ...(settings.resources ? { resources: settings.resources } : {}),
           volumeMounts: [{ name: VOLUME_NAME, mountPath: POD_WORKDIR }],
-          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+          ...securityContextOf(settings.privileges ?? 'hardened'),
         },
       ],
       volumes: [{ name: VOLUME_NAME, persistentVolumeClaim: { claimName } }],

@@ -2,6 +2,8 @@ import {
   type CoreV1Api,
   Exec,
   KubeConfig,
+  type NetworkingV1Api,
+  type V1NetworkPolicy,
   type V1PersistentVolumeClaim,
   type V1Pod,
 } from '@kubernetes/client-node';
@@ -19,7 +21,7 @@ import {
   timeOf,
   WS_LABELS,
 } from '@ws/core/backend';
-import { coreApi, DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
+import { coreApi, DEFAULT_K8S_REQUEST_TIMEOUT_MS, networkingApi } from './api.js';
 import { httpCode, translateK8sError } from './errors.js';
 import { WorkspaceObjects } from './k8s-objects.js';
 import { ATTACHED_DIR, STALE_RECORD_MS } from './k8s-provider.js';
@@ -75,6 +77,10 @@ function loadConfig(given: string | KubeConfig | undefined): KubeConfig {
  * A Pod deleted from outside (an eviction, `kubectl delete`) stamps nothing: its PVC keeps the time of
  * the release before, so give an age well above the longest time a workspace stays open.
  *
+ * NetworkPolicies (of workspaces opened with `network: 'none'` or an allow list) go with their Pod
+ * when the reaper removes it; one whose Pod is gone (as the namespace was when listed) is idle since
+ * its creation. One that no rights to list NetworkPolicies let the reaper see is left alone.
+ *
  * @throws WsError `INVALID_ARGUMENT` for bad options or an unreadable kubeconfig; `BACKEND_UNAVAILABLE`
  *   or `PERMISSION_DENIED` when the Pods or PVCs cannot be listed; `ABORTED` when `signal` fires (with
  *   the report so far in `details.report`).
@@ -87,6 +93,7 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
   const namespace =
     checked.namespace ?? config.getContextObject(config.getCurrentContext())?.namespace ?? 'default';
   const core = coreApi(config, DEFAULT_K8S_REQUEST_TIMEOUT_MS);
+  const networking = networkingApi(config, DEFAULT_K8S_REQUEST_TIMEOUT_MS);
   const exec = new Exec(config);
   const startWindowMs = checked.startTimeoutMs ?? DEFAULT_K8S_START_TIMEOUT_MS;
   const selector = [
@@ -106,16 +113,42 @@ export async function gcK8s(options: K8sGcOptions): Promise<GcReport> {
   } catch (error) {
     throw translateK8sError(error, `listing the PersistentVolumeClaims of namespace ${namespace}`);
   }
+  const policies = await listNetworkPolicies(networking, namespace, selector);
   // Taken before any Pod goes: a PVC whose Pod is reaped now is in use for this run.
   const mounted = claims.length > 0 ? await mountedClaims(core, namespace) : new Set<string>();
-  const context = { core, exec, namespace, startWindowMs, owner: checked.owner };
+  const podNames = new Set(pods.map((pod) => pod.metadata?.name));
+  const context = { core, networking, exec, namespace, startWindowMs, owner: checked.owner };
   await reapCandidates(ledger, podCandidates(context, pods), translateK8sError);
   await reapCandidates(ledger, claimCandidates(context, claims, mounted), translateK8sError);
+  await reapCandidates(
+    ledger,
+    // Those of a listed Pod go with it (or stay with it).
+    policyCandidates(
+      context,
+      policies.filter((policy) => !podNames.has(policy.metadata?.name)),
+    ),
+    translateK8sError,
+  );
   return ledger.report();
+}
+
+/** The workspaces' NetworkPolicies; none when the user may not list them (then it made none). */
+async function listNetworkPolicies(
+  networking: NetworkingV1Api,
+  namespace: string,
+  labelSelector: string,
+): Promise<V1NetworkPolicy[]> {
+  try {
+    return (await networking.listNamespacedNetworkPolicy({ namespace, labelSelector })).items;
+  } catch (error) {
+    if (httpCode(error) === 403 || httpCode(error) === 404) return [];
+    throw translateK8sError(error, `listing the NetworkPolicies of namespace ${namespace}`);
+  }
 }
 
 interface ReapContext {
   readonly core: CoreV1Api;
+  readonly networking: NetworkingV1Api;
   readonly exec: Exec;
   readonly namespace: string;
   readonly startWindowMs: number;
@@ -124,7 +157,7 @@ interface ReapContext {
 
 /** The objects of one workspace, as the reaper handles them. */
 const objectsOf = (context: ReapContext, name: string, workspaceId: string, owner: string | undefined) =>
-  new WorkspaceObjects(context.core, context.namespace, name, workspaceId, {
+  new WorkspaceObjects(context.core, context.networking, context.namespace, name, workspaceId, {
     image: '',
     storageSize: '',
     owner: owner ?? '',
@@ -181,6 +214,7 @@ function* podCandidates(context: ReapContext, pods: readonly V1Pod[]): Generator
       },
       remove: async (signal) => {
         await objects.deletePod(signal);
+        await objects.deleteNetworkPolicy();
         // Its files were last used now: the PVC's idle time starts here.
         await objects.markClaimReleased().catch(() => false);
       },
@@ -223,6 +257,36 @@ function* claimCandidates(
       // A host may have opened the workspace meanwhile.
       takenMeanwhile: () => podExists(core, namespace, name),
       remove: (signal) => objects.deleteClaim(signal),
+    };
+  }
+}
+
+/** What the reaper decides about each listed NetworkPolicy whose Pod is gone: idle since its creation. */
+function* policyCandidates(
+  context: ReapContext,
+  policies: readonly V1NetworkPolicy[],
+): Generator<ReapCandidate> {
+  const { core, namespace } = context;
+  for (const policy of policies) {
+    const workspaceId = policy.metadata?.annotations?.[WS_LABELS.id];
+    const name = policy.metadata?.name;
+    if (!workspaceId || !name || !belongsTo(policy.metadata, workspaceId)) continue;
+    const owner = policy.metadata?.labels?.[WS_LABELS.owner];
+    if (context.owner !== undefined && owner !== context.owner) continue;
+    if (policy.metadata?.deletionTimestamp) continue;
+    const objects = objectsOf(context, name, workspaceId, owner);
+    yield {
+      kind: 'networkpolicy',
+      name: `${namespace}/${name}`,
+      workspaceId,
+      owner,
+      idleSince: Math.max(
+        timeOf(policy.metadata?.annotations?.[WS_LABELS.created]),
+        timeOf(policy.metadata?.creationTimestamp),
+      ),
+      // A host may have opened the workspace meanwhile (its Pod runs under this policy).
+      takenMeanwhile: () => podExists(core, namespace, name),
+      remove: () => objects.deleteNetworkPolicy(),
     };
   }
 }

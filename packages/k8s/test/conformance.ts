@@ -9,7 +9,8 @@ import { afterAll } from 'vitest';
 import { K8sWorkspace } from '../src/index.js';
 import { DEFAULT_K8S_IMAGE } from '../src/k8s-workspace.js';
 import { workspaceSelector } from '../src/names.js';
-import { connection, emulatorProblem, image, stopEmulator } from './emulator.js';
+import { K8S_POLICY_SUPPORT } from '../src/pod-policy.js';
+import { connection, emulatorProblem, image, networkedConnection, stopEmulator } from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -80,6 +81,7 @@ export async function registerK8sConformance(
   afterAll(async () => {
     for (const tag of [owner, `${owner}-2`])
       await removeOwned(emulated?.kubeconfig, 'default', tag).catch(() => {});
+    // The networked emulator of the policy area, only if that area started it (it takes its Pods along).
     await stopEmulator();
   }, 120_000);
 
@@ -107,6 +109,17 @@ export async function registerK8sConformance(
     },
     create: ({ secondOwner, ...options }) =>
       new K8sWorkspace({ ...options, ...emulatedOptions(), ...(secondOwner ? { owner: `${owner}-2` } : {}) }),
+    // What the emulator enforces as a kubelet and a NetworkPolicy plugin would (no process limit: a Pod
+    // has none in the API). The area's workspaces get an emulator whose Pods have a network to lose.
+    policy: {
+      ...K8S_POLICY_SUPPORT,
+      create: async (options) =>
+        new K8sWorkspace({
+          ...options,
+          ...emulatedOptions(),
+          kubeconfig: (await networkedConnection()).kubeconfig,
+        }),
+    },
     // The API server (and every exec connection) behind a proxy the fault cases switch.
     faults: async () => {
       const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
@@ -137,6 +150,8 @@ export async function registerK8sConformance(
   const realKubeconfig = process.env.WS_K8S_REAL_KUBECONFIG;
   const realNamespace = process.env.WS_K8S_REAL_NAMESPACE ?? 'ws-test';
   const realImage = process.env.WS_K8S_REAL_IMAGE ?? DEFAULT_K8S_IMAGE;
+  // No policy area here: a NetworkPolicy leaves the Pod its interface (the area's no-network case
+  // looks for loopback alone), and whether it holds depends on the cluster's network plugin.
   await registerConformanceSuite({
     name: 'k8s (real cluster)',
     shard,

@@ -28,20 +28,37 @@ export interface EmulatorConnection {
 }
 
 let emulator: Promise<EmulatorProcess> | undefined;
+let networked: Promise<EmulatorProcess> | undefined;
+
+function connectionOf({ env, instance }: EmulatorProcess): EmulatorConnection {
+  return { kubeconfig: env.KUBECONFIG!, apiUrl: env.K8S_API_URL!, token: env.K8S_TOKEN!, instance };
+}
 
 /** The connection of one emulator per test file, started on first use (`ws-emulator k8s`). */
 export async function connection(): Promise<EmulatorConnection> {
   // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
   emulator ??= launchEmulator('k8s', ['--no-network']);
-  const { env, instance } = await emulator;
-  return { kubeconfig: env.KUBECONFIG!, apiUrl: env.K8S_API_URL!, token: env.K8S_TOKEN!, instance };
+  return connectionOf(await emulator);
 }
 
-/** Stops the emulator and removes the containers and volumes of its instance (and nothing else). */
+/**
+ * A second emulator whose Pods get the engine's network, started on first use: the policy cases need
+ * sandboxes with a network to lose. Nothing in them connects anywhere.
+ */
+export async function networkedConnection(): Promise<EmulatorConnection> {
+  networked ??= launchEmulator('k8s');
+  return connectionOf(await networked);
+}
+
+/** Stops the emulators and removes the containers and volumes of their instances (and nothing else). */
 export async function stopEmulator(): Promise<void> {
-  const running = await emulator?.catch(() => undefined);
+  const started = [emulator, networked];
   emulator = undefined;
-  if (!running) return;
-  await running.stop();
-  await removeK8sEmulatorObjects(undefined, { instance: running.instance }).catch(() => {});
+  networked = undefined;
+  for (const starting of started) {
+    const running = await starting?.catch(() => undefined);
+    if (!running) continue;
+    await running.stop();
+    await removeK8sEmulatorObjects(undefined, { instance: running.instance }).catch(() => {});
+  }
 }

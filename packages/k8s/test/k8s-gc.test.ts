@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, Exec, KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
 import {
   crashWhileOpen,
   type ReaperCreateOptions,
@@ -32,6 +32,7 @@ const config = (() => {
   return loaded;
 })();
 const core = config?.makeApiClient(CoreV1Api);
+const networking = config?.makeApiClient(NetworkingV1Api);
 
 afterAll(async () => {
   // Removes the emulator's containers and volumes, and nothing else.
@@ -232,6 +233,73 @@ describe.skipIf(problem !== undefined)('gcK8s on the emulator', () => {
     expect(removed(last, 'pvc')).toEqual([liveId, youngId].sort());
     for (const id of [youngId, liveId]) expect(await objectsOf(id)).toEqual([]);
     for (const name of foreignNames) await core!.deleteNamespacedPersistentVolumeClaim({ namespace, name });
+  }, 300_000);
+
+  it("removes a NetworkPolicy with its reaped Pod, and one whose Pod is gone; close deletes a workspace's own", async () => {
+    const run = generateId().slice(0, 6);
+    const policyOwner = `ws-k8s-netpol-${run}`;
+    const policiesOf = async (workspaceId: string) =>
+      (
+        await networking!.listNamespacedNetworkPolicy({
+          namespace,
+          labelSelector: workspaceSelector(workspaceId),
+        })
+      ).items.map((policy) => `networkpolicy/${policy.metadata?.name}`);
+    const offline = (workspaceId: string) => ({
+      ...options({ workspaceId, owner: policyOwner }),
+      network: 'none' as const,
+    });
+
+    // Created before the Pod, deleted with it on close.
+    const closedId = `${run}-closed`;
+    const closed = new K8sWorkspace(offline(closedId));
+    await closed.initialize();
+    expect(await policiesOf(closedId)).toEqual([`networkpolicy/${objectName(closedId)}`]);
+    await closed.close();
+    expect(await policiesOf(closedId)).toEqual([]);
+
+    // A crashed host's: it goes with the Pod the reaper removes.
+    const crashedId = `${run}-crashed`;
+    await crashWhileOpen(
+      { ...processTarget, options: (create) => ({ ...options(create), network: 'none' }) },
+      { workspaceId: crashedId, owner: policyOwner },
+    );
+    expect(await policiesOf(crashedId)).toEqual([`networkpolicy/${objectName(crashedId)}`]);
+    // One whose Pod was deleted from outside: idle since its creation.
+    const orphanId = `${run}-orphan`;
+    const orphan = new K8sWorkspace(offline(orphanId));
+    await orphan.initialize();
+    await core!.deleteNamespacedPod({ namespace, name: objectName(orphanId), gracePeriodSeconds: 0 });
+    // Without this project's marks: never touched.
+    const foreign = `foreign-${run}`;
+    await networking!.createNamespacedNetworkPolicy({
+      namespace,
+      body: {
+        metadata: {
+          name: foreign,
+          labels: { [WS_LABELS.owner]: policyOwner, [WS_LABELS.workspace]: 'true' },
+        },
+        spec: { podSelector: {}, policyTypes: ['Egress'] },
+      },
+    });
+    for (let attempt = 0; (await objectsOf(orphanId)).some((item) => item.startsWith('pod/')); attempt++) {
+      expect(attempt).toBeLessThan(100);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+
+    const young = await gcHere({ owner: policyOwner, olderThanMs: 3_600_000 });
+    expect(reasons(young, 'networkpolicy')).toEqual({ [orphanId]: 'young' });
+    const report = await gcHere({ owner: policyOwner, olderThanMs: 0 });
+    expect(removed(report)).toEqual([crashedId]);
+    expect(removed(report, 'networkpolicy')).toEqual([orphanId]);
+    expect(await policiesOf(crashedId)).toEqual([]);
+    expect(await policiesOf(orphanId)).toEqual([]);
+    expect((await networking!.readNamespacedNetworkPolicy({ namespace, name: foreign })).metadata?.name).toBe(
+      foreign,
+    );
+    await networking!.deleteNamespacedNetworkPolicy({ namespace, name: foreign });
+    await expect(networking!.readNamespacedNetworkPolicy({ namespace, name: foreign })).rejects.toThrow();
+    await orphan.close().catch(() => {});
   }, 300_000);
 
   it('k8sWorkspaces: a manager on the factory opens the Pod named after the id, and closeAll deletes it', async () => {

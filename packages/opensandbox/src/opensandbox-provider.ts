@@ -1,6 +1,7 @@
 import { ConnectionConfig, Sandbox, type SandboxInfo, SandboxManager } from '@alibaba-group/opensandbox';
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  cgroupOomKills,
   type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
@@ -13,6 +14,7 @@ import { RemoteAttachment } from '@ws/core/gateway';
 import { translateOpenSandboxError } from './errors.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 import type { OpenSandboxWorkspaceOptions } from './opensandbox-workspace.js';
+import { hasMemoryLimit, type SandboxPolicyRequest } from './sandbox-policy.js';
 
 /** The workdir inside an OpenSandbox sandbox (as AgentScope's). */
 export const OPENSANDBOX_WORKDIR = '/workspace';
@@ -33,7 +35,12 @@ export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 const LIVE_STATES = ['Pending', 'Running', 'Pausing', 'Paused', 'Resuming'];
 
 /** Options of {@link OpenSandboxProvider}: the workspace class's own (documented there), defaults resolved. */
-export type OpenSandboxProviderOptions = OwnOptions<OpenSandboxWorkspaceOptions> & {
+export type OpenSandboxProviderOptions = Omit<
+  OwnOptions<OpenSandboxWorkspaceOptions>,
+  'limits' | 'network' | 'privileges'
+> & {
+  /** `limits` and `network`, checked and mapped onto the create request (`resources` among them). */
+  policy: SandboxPolicyRequest;
   image: string;
   /** The sandbox's time limit; null for none. */
   timeoutMs: number | null;
@@ -208,7 +215,11 @@ export class OpenSandboxProvider implements Provider {
       assetUrl: import.meta.url,
     });
     await this.ensureWorkdir(direct, options.signal);
-    return this.attached.open(options, warnings);
+    const session = await this.attached.open(options, warnings);
+    // The sandbox's cgroup counts what its memory limit killed (the engine reports it as such).
+    return hasMemoryLimit(this.options.policy.resource)
+      ? { ...session, oomKills: () => cgroupOomKills(session.sandbox) }
+      : session;
   }
 
   private async ensureWorkdir(direct: OpenSandboxSandbox, signal: AbortSignal | undefined): Promise<void> {
@@ -268,7 +279,8 @@ export class OpenSandboxProvider implements Provider {
 
   private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
     throwIfAborted(signal);
-    const { image, timeoutMs, env, resources, entrypoint } = this.options;
+    const { image, timeoutMs, env, entrypoint } = this.options;
+    const { resource, networkPolicy } = this.options.policy;
     const what = `creating a sandbox from image ${image}`;
     // Sent again only when the service refused it: one that failed may have created a sandbox. (A
     // refusal of a later request of the same call, the sandbox made, leaves two: the check below
@@ -288,7 +300,8 @@ export class OpenSandboxProvider implements Provider {
           timeoutSeconds: timeoutMs === null ? null : Math.ceil(timeoutMs / 1000),
           readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
           ...(env ? { env: { ...env } } : {}),
-          ...(resources ? { resource: { ...resources } } : {}),
+          ...(resource ? { resource: { ...resource } } : {}),
+          ...(networkPolicy ? { networkPolicy } : {}),
           ...(entrypoint ? { entrypoint: [...entrypoint] } : {}),
         }).catch((error: unknown) => {
           throw translateOpenSandboxError(error, what);

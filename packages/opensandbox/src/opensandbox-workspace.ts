@@ -1,15 +1,28 @@
 import type { ConnectionConfig } from '@alibaba-group/opensandbox';
-import type { CommonWorkspaceOptions } from '@ws/core';
+import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkUserLabels, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import {
+  checkUserLabels,
+  type OptionKeys,
+  POLICY_KEYS,
+  splitOptions,
+  WorkspaceEngine,
+} from '@ws/core/backend';
 import {
   DEFAULT_OPENSANDBOX_IMAGE,
   DEFAULT_OPENSANDBOX_TIMEOUT_MS,
   OpenSandboxProvider,
 } from './opensandbox-provider.js';
+import { resolveSandboxPolicy } from './sandbox-policy.js';
 
-/** Options of {@link OpenSandboxWorkspace}. */
-export interface OpenSandboxWorkspaceOptions extends CommonWorkspaceOptions {
+/**
+ * Options of {@link OpenSandboxWorkspace}. The sandbox policy: `limits.cpus` and `memoryMiB` are the
+ * sandbox's `cpu` and `memory` resource limits (`pids` and `diskMiB` are refused: the server has no
+ * such limit per sandbox); `network: 'none'` or an allow list (addresses, CIDR blocks, host names)
+ * is the sandbox's egress policy, denying everything else, which the server enforces with its egress
+ * sidecar; `privileges` is refused (capabilities are the server's setting, not a sandbox's).
+ */
+export interface OpenSandboxWorkspaceOptions extends CommonWorkspaceOptions, SandboxPolicyOptions {
   /** The image of a sandbox this workspace creates. Default: `python:3.11-slim` (AgentScope's). */
   image?: string;
   /** The OpenSandbox API key. Default: `OPEN_SANDBOX_API_KEY` from the environment. */
@@ -33,7 +46,10 @@ export interface OpenSandboxWorkspaceOptions extends CommonWorkspaceOptions {
   metadata?: Readonly<Record<string, string>>;
   /** Variables for the sandbox and every command. */
   env?: Readonly<Record<string, string>>;
-  /** Resource limits of a sandbox this workspace creates (`{ cpu: '1', memory: '2Gi' }`). Default: the server's. */
+  /**
+   * Resource limits of a sandbox this workspace creates (`{ cpu: '1', memory: '2Gi' }`); the `limits`
+   * option adds to these (one limit given in both is refused). Default: the SDK's (`cpu` 1, `memory` 2Gi).
+   */
   resources?: Readonly<Record<string, string>>;
   /** The sandbox's main process. Default: the SDK's (`tail -f /dev/null`). */
   entrypoint?: readonly string[];
@@ -63,6 +79,7 @@ const OPENSANDBOX_KEYS: OptionKeys<OpenSandboxWorkspaceOptions> = {
   client: true,
   owner: true,
   gateway: true,
+  ...POLICY_KEYS,
 };
 
 function invalid(message: string, details: Record<string, unknown>): WsError {
@@ -78,7 +95,8 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
 export class OpenSandboxWorkspace extends WorkspaceEngine<OpenSandboxProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id.
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id;
+   *   `CAPABILITY_UNSUPPORTED` for `limits.pids`, `limits.diskMiB` or `privileges`.
    */
   constructor(options: OpenSandboxWorkspaceOptions = {}) {
     const { common, own } = splitOptions('OpenSandboxWorkspace', options, OPENSANDBOX_KEYS);
@@ -95,9 +113,21 @@ export class OpenSandboxWorkspace extends WorkspaceEngine<OpenSandboxProvider> {
     if (protocol !== undefined && protocol !== 'http' && protocol !== 'https')
       throw invalid(`protocol must be "http" or "https", not ${String(protocol)}`, { protocol });
     checkUserLabels(own.metadata, 'Metadata');
+    const { limits, network, privileges, ...rest } = own;
+    const policy = resolveSandboxPolicy('OpenSandboxWorkspace', {
+      limits,
+      network,
+      privileges,
+      resources: own.resources,
+    });
     super({
       ...common,
-      provider: new OpenSandboxProvider({ ...own, image: own.image ?? DEFAULT_OPENSANDBOX_IMAGE, timeoutMs }),
+      provider: new OpenSandboxProvider({
+        ...rest,
+        policy,
+        image: own.image ?? DEFAULT_OPENSANDBOX_IMAGE,
+        timeoutMs,
+      }),
     });
   }
 

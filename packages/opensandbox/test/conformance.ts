@@ -6,7 +6,15 @@ import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
 import { killOwnedSandboxes, OpenSandboxWorkspace } from '../src/index.js';
-import { connection, emulatorProblem, faultProxy, stopEmulator } from './emulator.js';
+import { OPENSANDBOX_POLICY_SUPPORT } from '../src/sandbox-policy.js';
+import {
+  connection,
+  type EmulatorConnection,
+  emulatorProblem,
+  faultProxy,
+  networkedConnection,
+  stopEmulator,
+} from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -48,9 +56,12 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
   const emulated = problem ? undefined : await connection();
   if (problem) console.warn(`[opensandbox] skipped: ${problem}`);
 
+  // The emulator of the policy area's sandboxes, once that area started it.
+  let networked: EmulatorConnection | undefined;
   afterAll(async () => {
-    if (emulated)
-      for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, emulated).catch(() => []);
+    for (const connected of [emulated, networked])
+      if (connected)
+        for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, connected).catch(() => []);
     await stopEmulator();
   }, 120_000);
 
@@ -68,6 +79,15 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
     },
     create: ({ secondOwner, ...options }) =>
       new OpenSandboxWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // What the emulator enforces (no allow list is filtered: the area checks none). The area's
+    // sandboxes get an emulator whose sandboxes have a network to lose.
+    policy: {
+      ...OPENSANDBOX_POLICY_SUPPORT,
+      create: async (options) => {
+        networked ??= await networkedConnection();
+        return new OpenSandboxWorkspace({ ...options, ...networked, owner });
+      },
+    },
     // Every connection of the file passes the emulator's proxy; the fault cases switch it.
     faults: async () => ({
       vendor: 'OpenSandbox',
@@ -87,6 +107,8 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
   const realKey = process.env.OPEN_SANDBOX_API_KEY;
   const real = realDomain && realKey ? { domain: realDomain, apiKey: realKey } : undefined;
   const realImage = process.env.OPEN_SANDBOX_IMAGE;
+  // No policy area here: the egress sidecar leaves the sandbox its interface (the area's no-network
+  // case looks for loopback alone), and how far it holds depends on the server's egress mode.
   await registerConformanceSuite({
     name: 'opensandbox (OpenSandbox server)',
     shard,

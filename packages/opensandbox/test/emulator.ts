@@ -64,10 +64,23 @@ export async function connection(): Promise<EmulatorConnection> {
   return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
 }
 
+let networked: Promise<EmulatorProcess> | undefined;
+
+/**
+ * A second emulator whose sandboxes get the engine's network, started on first use (no fault proxy):
+ * the policy cases need sandboxes with a network to lose. Nothing in them connects anywhere.
+ */
+export async function networkedConnection(): Promise<EmulatorConnection> {
+  networked ??= launchEmulator('opensandbox', ['--api-key', `key-${randomBytes(8).toString('hex')}`]);
+  const { env } = await networked;
+  return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
+}
+
 export async function stopEmulator(): Promise<void> {
-  const running = emulator;
+  const started = [emulator, networked];
   emulator = undefined;
-  await (await running?.catch(() => undefined))?.stop();
+  networked = undefined;
+  for (const running of started) await (await running?.catch(() => undefined))?.stop();
   await proxy?.close();
   proxy = undefined;
 }

@@ -7,6 +7,7 @@ import { HttpError, isRecord, readJson } from '../http/http-util.js';
 import { chooseProtocol, EXEC_PROTOCOLS, execRequestOf, upgradeExec } from './exec-websocket.js';
 import type { ObjectMeta, ResourceVersions } from './labels.js';
 import type { NamespaceStore } from './namespaces.js';
+import type { NetworkPolicyStore } from './network-policies.js';
 import { patchTypeOf } from './patch.js';
 import type { PodStore } from './pods.js';
 import type { PvcStore } from './pvcs.js';
@@ -19,6 +20,7 @@ export interface ApiContext {
   namespaces: NamespaceStore;
   pods: PodStore;
   pvcs: PvcStore;
+  networkPolicies: NetworkPolicyStore;
   versions: ResourceVersions;
   webSockets: WebSocketServer;
   log: (line: string) => void;
@@ -26,11 +28,25 @@ export interface ApiContext {
 
 type Route =
   | { resource: 'namespaces'; name?: string }
-  | { resource: 'pods' | 'persistentvolumeclaims'; namespace?: string; name?: string; sub?: string };
+  | { resource: 'pods' | 'persistentvolumeclaims'; namespace?: string; name?: string; sub?: string }
+  | { resource: 'networkpolicies'; namespace?: string; name?: string };
 
-/** `/api/v1/namespaces[/ns[/pods|persistentvolumeclaims[/name[/status|exec]]]]` and `/api/v1/pods`. */
+/** `/apis/networking.k8s.io/v1[/namespaces/ns]/networkpolicies[/name]`. */
+function networkingRouteOf(parts: readonly string[]): Route | undefined {
+  const rest = parts.slice(3).map((part) => decodeURIComponent(part));
+  if (rest.length === 1 && rest[0] === 'networkpolicies') return { resource: 'networkpolicies' };
+  if (rest[0] !== 'namespaces' || rest[2] !== 'networkpolicies' || rest.length > 4) return undefined;
+  return { resource: 'networkpolicies', namespace: rest[1], ...(rest[3] ? { name: rest[3] } : {}) };
+}
+
+/**
+ * `/api/v1/namespaces[/ns[/pods|persistentvolumeclaims[/name[/status|exec]]]]`, `/api/v1/pods`, and
+ * the NetworkPolicies of `/apis/networking.k8s.io/v1`.
+ */
 function routeOf(pathname: string): Route | undefined {
   const parts = pathname.split('/').filter((part) => part !== '');
+  if (parts[0] === 'apis' && parts[1] === 'networking.k8s.io' && parts[2] === 'v1')
+    return networkingRouteOf(parts);
   if (parts[0] !== 'api' || parts[1] !== 'v1') return undefined;
   const rest = parts.slice(2).map((part) => decodeURIComponent(part));
   if (rest.length === 1 && (rest[0] === 'pods' || rest[0] === 'persistentvolumeclaims'))
@@ -78,8 +94,13 @@ async function gracePeriod(request: IncomingMessage, query: URLSearchParams): Pr
   return grace;
 }
 
-function list(context: ApiContext, kind: string, items: Record<string, unknown>[]): Record<string, unknown> {
-  return { kind, apiVersion: 'v1', metadata: { resourceVersion: context.versions.current() }, items };
+function list(
+  context: ApiContext,
+  kind: string,
+  items: unknown[],
+  apiVersion = 'v1',
+): Record<string, unknown> {
+  return { kind, apiVersion, metadata: { resourceVersion: context.versions.current() }, items };
 }
 
 function metadataFields(metadata: ObjectMeta): Record<string, string> {
@@ -123,6 +144,26 @@ async function handleRoute(
   }
   const namespace = route.namespace;
   if (namespace !== undefined && method !== 'DELETE') context.namespaces.check(namespace, method === 'POST');
+  if (route.resource === 'networkpolicies') {
+    const { networkPolicies } = context;
+    if (route.name === undefined) {
+      if (method === 'POST' && namespace !== undefined)
+        return sendJson(response, 201, await networkPolicies.create(namespace, await body(request)));
+      if (method !== 'GET') throw notAllowed(request);
+      const fields = parseFieldSelector(query.get('fieldSelector'), ['metadata.name', 'metadata.namespace']);
+      const items = networkPolicies.list(
+        namespace,
+        (metadata) => labels(metadata.labels) && fields(metadataFields(metadata)),
+      );
+      return sendJson(response, 200, list(context, 'NetworkPolicyList', items, 'networking.k8s.io/v1'));
+    }
+    if (method === 'GET') return sendJson(response, 200, networkPolicies.read(namespace!, route.name));
+    if (method === 'DELETE') {
+      await body(request);
+      return sendJson(response, 200, await networkPolicies.delete(namespace!, route.name));
+    }
+    throw notAllowed(request);
+  }
   if (route.resource === 'persistentvolumeclaims') {
     const { pvcs } = context;
     if (route.name === undefined) {

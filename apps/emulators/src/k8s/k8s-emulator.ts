@@ -11,6 +11,7 @@ import { type ApiContext, handleRequest, handleUpgrade } from './api-server.js';
 import { execWebSocketServer } from './exec-websocket.js';
 import { k8sFilter, ResourceVersions } from './labels.js';
 import { NamespaceStore } from './namespaces.js';
+import { NetworkPolicyStore } from './network-policies.js';
 import { PodStore } from './pods.js';
 import { PvcStore } from './pvcs.js';
 
@@ -97,7 +98,7 @@ function kubeconfigOf(options: K8sKubeConfigOptions): string {
 
 /**
  * Starts a Kubernetes API emulator on 127.0.0.1: namespaces, pods (Docker containers), PVCs (Docker
- * named volumes) and pod exec over WebSocket (v5/v4 channel protocols), with bearer-token auth. Objects
+ * named volumes), NetworkPolicies (a pod denied all egress at its creation gets no network) and pod exec over WebSocket (v5/v4 channel protocols), with bearer-token auth. Objects
  * of an earlier emulator of the same instance are taken over. Rejects when the engine does not answer.
  */
 export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promise<K8sEmulator> {
@@ -124,6 +125,7 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
   const versions = new ResourceVersions();
   const base = { docker, instance, versions, log };
   const namespaces = new NamespaceStore(base);
+  const networkPolicies = new NetworkPolicyStore(base);
   let pods: PodStore | undefined;
   const pvcs = new PvcStore({ ...base, inUse: (namespace, claim) => pods?.inUse(namespace, claim) ?? true });
   pods = new PodStore({
@@ -131,16 +133,19 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
     network: options.network ?? true,
     images: { ...DEFAULT_K8S_IMAGES, ...options.images },
     pvcs,
+    egressOf: (namespace, labels) => networkPolicies.egressOf(namespace, labels),
     onGone: () =>
       void pvcs.reap().catch((error: unknown) => log(`k8s: reap failed: ${dockerMessage(error)}`)),
   });
   namespaces.pods = pods;
   namespaces.pvcs = pvcs;
+  namespaces.networkPolicies = networkPolicies;
   await namespaces.restore();
+  await networkPolicies.restore();
   await pvcs.restore();
   await pods.restore();
   const webSockets = execWebSocketServer();
-  const context: ApiContext = { token, namespaces, pods, pvcs, versions, webSockets, log };
+  const context: ApiContext = { token, namespaces, pods, pvcs, networkPolicies, versions, webSockets, log };
   const server = createServer((request, response) => void handleRequest(context, request, response));
   server.on('upgrade', (request, socket, head) => handleUpgrade(context, request, socket, head));
   const url = `http://127.0.0.1:${await listenOnLoopback(server, options.port)}`;

@@ -6,7 +6,7 @@ export const K8S_LABELS = {
   emulator: 'ws.emulator',
   /** Which emulator instance owns the object (see `K8sEmulatorOptions.instance`). */
   instance: 'ws.k8s.instance',
-  /** `pod`, `pvc` or `namespace`. */
+  /** `pod`, `pvc`, `namespace` or `networkpolicy`. */
   kind: 'ws.k8s.kind',
   namespace: 'ws.k8s.namespace',
   name: 'ws.k8s.name',
@@ -17,7 +17,7 @@ export const K8S_LABELS = {
 
 export const K8S_EMULATOR_LABEL_VALUE = 'k8s';
 
-export type StoredKind = 'pod' | 'pvc' | 'namespace';
+export type StoredKind = 'pod' | 'pvc' | 'namespace' | 'networkpolicy';
 
 /** The label filter of the emulator's Docker objects: all, one instance's, or one kind of them. */
 export function k8sFilter(instance?: string, kind?: StoredKind): { label: string[] } {
@@ -63,7 +63,7 @@ export function storeLabels(instance: string, stored: StoredObject): Record<stri
 /** The object a Docker object's labels describe, or undefined when they are not the emulator's. */
 export function readStored(labels: Record<string, string> | undefined): StoredObject | undefined {
   const kind = labels?.[K8S_LABELS.kind];
-  if (kind !== 'pod' && kind !== 'pvc' && kind !== 'namespace') return undefined;
+  if (kind !== 'pod' && kind !== 'pvc' && kind !== 'namespace' && kind !== 'networkpolicy') return undefined;
   try {
     const parsed = JSON.parse(labels?.[K8S_LABELS.object] ?? '') as unknown;
     if (!isRecord(parsed) || !isRecord(parsed.metadata) || !isRecord(parsed.spec)) return undefined;

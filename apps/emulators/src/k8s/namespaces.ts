@@ -11,6 +11,7 @@ import {
   timestamp,
   Versioned,
 } from './labels.js';
+import type { NetworkPolicyStore } from './network-policies.js';
 import type { PodStore } from './pods.js';
 import type { PvcStore } from './pvcs.js';
 import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
@@ -37,6 +38,7 @@ export class NamespaceStore {
   private readonly records = new Map<string, NamespaceRecord>();
   pods?: PodStore;
   pvcs?: PvcStore;
+  networkPolicies?: NetworkPolicyStore;
 
   constructor(private readonly options: NamespaceStoreOptions) {
     for (const name of BUILT_IN)
@@ -124,6 +126,7 @@ export class NamespaceStore {
     try {
       for (const pod of this.pods?.names(name) ?? []) await this.pods?.delete(name, pod).catch(() => {});
       for (const claim of this.pvcs?.names(name) ?? []) await this.pvcs?.delete(name, claim).catch(() => {});
+      await this.networkPolicies?.deleteAll(name);
       // Pods get their grace periods; a claim whose volume cannot go keeps the namespace (as a finalizer would).
       for (
         let attempt = 0;

@@ -67,12 +67,21 @@ export function checkPodSpec(name: string, spec: Record<string, unknown>): Recor
     if (!isRecord(context)) continue;
     if (context.privileged === true)
       throw fail('securityContext.privileged', 'Forbidden: the emulator runs containers unprivileged');
-    const capabilities = isRecord(context.capabilities) ? context.capabilities : {};
-    if (Array.isArray(capabilities.add) && capabilities.add.length > 0)
-      throw fail(
-        'securityContext.capabilities.add',
-        'Forbidden: the emulator drops every capability (CapDrop ALL, no-new-privileges)',
-      );
+  }
+  const own = isRecord(container.securityContext) ? container.securityContext : {};
+  if (own.capabilities !== undefined) {
+    const capabilities = isRecord(own.capabilities) ? own.capabilities : {};
+    for (const field of ['add', 'drop'] as const) {
+      const list = capabilities[field];
+      if (
+        list !== undefined &&
+        !(Array.isArray(list) && list.every((item) => /^[A-Z_]+$/.test(String(item))))
+      )
+        throw fail(
+          `spec.containers[0].securityContext.capabilities.${field}`,
+          'must be a list of capability names (ALL, NET_ADMIN, …)',
+        );
+    }
   }
   const limits =
     isRecord(container.resources) && isRecord(container.resources.limits) ? container.resources.limits : {};
@@ -140,7 +149,7 @@ function userOf(spec: Record<string, unknown>, container: Record<string, unknown
 
 const RESTART_POLICIES: Record<string, string> = { Always: 'always', OnFailure: 'on-failure', Never: 'no' };
 
-/** Docker create options of a pod's container (not started): no capabilities, the limits, the mounts. */
+/** Docker create options of a pod's container (not started): its capabilities, limits, mounts and network. */
 export function containerOptions(input: {
   name: string;
   hostname: string;
@@ -151,6 +160,8 @@ export function containerOptions(input: {
   labels: Record<string, string>;
   /** false: no network at all, only loopback (see `K8sEmulatorOptions.network`). */
   network?: boolean;
+  /** A NetworkPolicy denies the pod all egress: no network but loopback. */
+  offline?: boolean;
 }): Docker.ContainerCreateOptions {
   const { spec, container } = input;
   const limits =
@@ -172,6 +183,9 @@ export function containerOptions(input: {
   );
   const cpu = parseCpu(limits.cpu);
   const memory = parseMemory(limits.memory);
+  const security = isRecord(container.securityContext) ? container.securityContext : {};
+  const capabilities = isRecord(security.capabilities) ? security.capabilities : {};
+  const names = (list: unknown) => (Array.isArray(list) ? list.map(String) : []);
   return withNetwork(
     {
       name: input.name,
@@ -188,15 +202,19 @@ export function containerOptions(input: {
       Tty: false,
       HostConfig: {
         Init: true,
-        CapDrop: ['ALL'],
-        SecurityOpt: ['no-new-privileges'],
+        // The container's capabilities and escalation as a kubelet sets them; none given: the runtime's.
+        ...(names(capabilities.drop).length > 0 ? { CapDrop: names(capabilities.drop) } : {}),
+        ...(names(capabilities.add).length > 0 ? { CapAdd: names(capabilities.add) } : {}),
+        ...(security.allowPrivilegeEscalation === false ? { SecurityOpt: ['no-new-privileges'] } : {}),
         Mounts: mounts,
         RestartPolicy: { Name: RESTART_POLICIES[String(spec.restartPolicy ?? 'Always')] ?? 'always' },
         ...(cpu !== undefined ? { NanoCpus: cpu } : {}),
-        ...(memory !== undefined ? { Memory: memory } : {}),
+        // No swap past the limit: what outgrows it is killed inside the container, as on a node.
+        ...(memory !== undefined ? { Memory: memory, MemorySwap: memory } : {}),
         ...(typeof podContext.fsGroup === 'number' ? { GroupAdd: [String(podContext.fsGroup)] } : {}),
       },
     },
     input.network ?? true,
+    input.offline ?? false,
   );
 }

@@ -12,6 +12,7 @@ import {
   timestamp,
   Versioned,
 } from './labels.js';
+import type { EgressVerdict } from './network-policies.js';
 import { checkPodSpec, claimsOf, containerOptions, NODE_NAME, podMounts } from './pod-container.js';
 import type { PvcStore } from './pvcs.js';
 import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
@@ -43,6 +44,8 @@ export interface PodStoreOptions {
   /** Image names of pod specs → engine images; other names are used as they are. */
   images: Readonly<Record<string, string>>;
   pvcs: PvcStore;
+  /** What the namespace's NetworkPolicies let a pod with these labels do on egress. */
+  egressOf: (namespace: string, labels: Readonly<Record<string, string>>) => EgressVerdict;
   /** Called once a pod is gone (so deleted claims it held can go). */
   onGone: () => void;
 }
@@ -149,6 +152,12 @@ export class PodStore {
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       if (this.closed || record.metadata.deletionTimestamp) return;
     }
+    // As a NetworkPolicy plugin would, at the pod's creation: denied all egress, it gets no network.
+    const egress = this.options.egressOf(namespace, record.metadata.labels);
+    if (egress === 'filtered')
+      this.options.log(
+        `k8s: pod ${namespace}/${name}: a NetworkPolicy allows some egress; the emulator filters no destinations`,
+      );
     try {
       const created = await this.options.docker.createContainer(
         containerOptions({
@@ -159,6 +168,7 @@ export class PodStore {
           container,
           volumes,
           network: this.options.network,
+          offline: egress === 'none',
           labels: storeLabels(this.options.instance, {
             kind: 'pod',
             metadata: record.metadata,

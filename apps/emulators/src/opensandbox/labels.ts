@@ -19,6 +19,8 @@ export const OPENSANDBOX_LABELS = {
   expiresAt: 'ws.opensandbox.expires-at',
   /** With `secureAccess`, the `X-EXECD-ACCESS-TOKEN` execd requires (empty: none). */
   accessToken: 'ws.opensandbox.access-token',
+  /** The create request's `networkPolicy`, as JSON (recorded: the emulator filters no destinations). */
+  networkPolicy: 'ws.opensandbox.network-policy',
 } as const;
 
 /** The value of the `ws.emulator` label on OpenSandbox sandbox containers. */

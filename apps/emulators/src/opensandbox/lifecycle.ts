@@ -3,7 +3,13 @@ import type Docker from 'dockerode';
 import { isRecord, sendEmpty, sendJson, stringMap as stringMapOf } from '../http/http-util.js';
 import { invalid, notFound, OpenSandboxHttpError } from './errors.js';
 import { jsonBody } from './execd-files.js';
-import type { CreateSandboxInput, SandboxRecord, SandboxRegistry, SandboxState } from './sandbox-registry.js';
+import type {
+  CreateSandboxInput,
+  SandboxNetworkPolicy,
+  SandboxRecord,
+  SandboxRegistry,
+  SandboxState,
+} from './sandbox-registry.js';
 
 export interface LifecycleContext {
   registry: SandboxRegistry;
@@ -89,9 +95,10 @@ async function createInput(
     throw invalid('the emulator cannot restore snapshots; give image.uri');
   const uri = isRecord(body.image) ? body.image.uri : undefined;
   if (typeof uri !== 'string' || uri === '') throw invalid('image.uri is required');
-  for (const field of ['networkPolicy', 'volumes', 'credentialProxy'] as const)
+  for (const field of ['volumes', 'credentialProxy'] as const)
     if (body[field] !== undefined && body[field] !== null)
       throw invalid(`the emulator does not support ${field}`);
+  const networkPolicy = networkPolicyOf(body.networkPolicy);
   const entrypoint = body.entrypoint ?? ['tail', '-f', '/dev/null'];
   if (
     !Array.isArray(entrypoint) ||
@@ -126,6 +133,35 @@ async function createInput(
     nanoCpus: quantity(limits.cpu, 'resourceLimits.cpu', 'cpu'),
     memoryBytes: quantity(limits.memory, 'resourceLimits.memory', 'memory'),
     secureAccess: body.secureAccess === true,
+    ...(networkPolicy ? { networkPolicy } : {}),
+  };
+}
+
+/**
+ * The create request's `networkPolicy`, checked as the server's model does: `defaultAction` and each
+ * rule's `action` are `allow` or `deny`, each `target` a non-empty string (a domain, wildcard, address
+ * or CIDR block). Omitted or empty: allow-all.
+ */
+function networkPolicyOf(value: unknown): SandboxNetworkPolicy | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!isRecord(value)) throw invalid('networkPolicy must be an object');
+  if (Object.keys(value).length === 0) return undefined;
+  const action = (item: unknown, field: string): 'allow' | 'deny' => {
+    if (item !== 'allow' && item !== 'deny') throw invalid(`${field} must be "allow" or "deny"`);
+    return item;
+  };
+  const rules = value.egress ?? [];
+  if (!Array.isArray(rules)) throw invalid('networkPolicy.egress must be a list of rules');
+  return {
+    // The sidecar's default when a policy leaves it out.
+    defaultAction:
+      value.defaultAction === undefined ? 'deny' : action(value.defaultAction, 'networkPolicy.defaultAction'),
+    egress: rules.map((rule, index) => {
+      const field = `networkPolicy.egress[${index}]`;
+      if (!isRecord(rule) || typeof rule.target !== 'string' || rule.target.trim() === '')
+        throw invalid(`${field}.target is required`);
+      return { action: action(rule.action, `${field}.action`), target: rule.target };
+    }),
   };
 }
 

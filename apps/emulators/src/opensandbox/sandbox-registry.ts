@@ -8,6 +8,7 @@ import { CommandTable } from './execd-commands.js';
 import {
   describedBy,
   labelsOf,
+  OPENSANDBOX_LABELS,
   openSandboxFilter,
   readSettings,
   type SandboxDescription,
@@ -52,6 +53,23 @@ export interface CreateSandboxInput {
   memoryBytes: number | undefined;
   /** Whether execd requires an access token (handed out in the endpoint's headers). */
   secureAccess: boolean;
+  /** The egress policy; absent: allow-all. */
+  networkPolicy?: SandboxNetworkPolicy;
+}
+
+/** An egress policy of the lifecycle API (the egress sidecar's `/policy` body). */
+export interface SandboxNetworkPolicy {
+  defaultAction: 'allow' | 'deny';
+  egress: { action: 'allow' | 'deny'; target: string }[];
+}
+
+/**
+ * Whether a policy allows nothing at all (deny by default, no rule allowing a target): the emulator
+ * then gives the sandbox no network. Any other policy is recorded, not enforced: the emulator has no
+ * egress sidecar and filters no destinations.
+ */
+export function deniesAllEgress(policy: SandboxNetworkPolicy | undefined): boolean {
+  return policy?.defaultAction === 'deny' && policy.egress.every((rule) => rule.action === 'deny');
 }
 
 export interface RegistryOptions {
@@ -135,7 +153,12 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
             Image: input.image,
             Entrypoint: [...input.entrypoint],
             Cmd: [],
-            Labels: labelsOf(description, settings, this.options.instance),
+            Labels: {
+              ...labelsOf(description, settings, this.options.instance),
+              ...(input.networkPolicy
+                ? { [OPENSANDBOX_LABELS.networkPolicy]: JSON.stringify(input.networkPolicy) }
+                : {}),
+            },
             Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
             Tty: false,
             HostConfig: {
@@ -144,10 +167,14 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
               CapDrop: ['ALL'],
               SecurityOpt: ['no-new-privileges'],
               ...(input.nanoCpus !== undefined ? { NanoCpus: input.nanoCpus } : {}),
-              ...(input.memoryBytes !== undefined ? { Memory: input.memoryBytes } : {}),
+              // No swap past the limit: what outgrows it is killed inside the sandbox.
+              ...(input.memoryBytes !== undefined
+                ? { Memory: input.memoryBytes, MemorySwap: input.memoryBytes }
+                : {}),
             },
           },
           this.options.network,
+          deniesAllEgress(input.networkPolicy),
         ),
       )
       .catch((error: unknown) => {
@@ -159,6 +186,10 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
       });
     const entry = this.add(container, description, settings, 'Pending');
     this.options.log(`opensandbox: creating sandbox ${description.id} from ${input.image}`);
+    if (input.networkPolicy && !deniesAllEgress(input.networkPolicy))
+      this.options.log(
+        `opensandbox: sandbox ${description.id}: egress policy recorded, not enforced (the emulator filters no destinations)`,
+      );
     void this.transition(
       entry,
       'Pending',
