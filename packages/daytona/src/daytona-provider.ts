@@ -1,6 +1,7 @@
 import type { Daytona, Sandbox } from '@daytonaio/sdk';
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  cgroupOomKills,
   type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
@@ -12,6 +13,7 @@ import {
 import { RemoteAttachment } from '@ws/core/gateway';
 
 import { newClient } from './client.js';
+import type { DaytonaPolicy } from './daytona-policy.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
 import type { DaytonaWorkspaceOptions } from './daytona-workspace.js';
 import { translateDaytonaError } from './errors.js';
@@ -37,8 +39,13 @@ export interface DaytonaResources {
 }
 
 /** Options of {@link DaytonaProvider}: the workspace class's own (documented there), defaults resolved. */
-export type DaytonaProviderOptions = Omit<OwnOptions<DaytonaWorkspaceOptions>, 'timeoutMs'> & {
+export type DaytonaProviderOptions = Omit<
+  OwnOptions<DaytonaWorkspaceOptions>,
+  'timeoutMs' | 'limits' | 'network' | 'privileges' | 'resources'
+> & {
   lifecycleTimeoutMs: number;
+  /** The sandbox policy (with `resources`), as `daytona.create` takes it. */
+  policy: DaytonaPolicy;
   /** Daytona's auto-stop interval in minutes (0: never), from `timeoutMs`; unset: Daytona's default. */
   autoStopMinutes?: number | undefined;
 };
@@ -127,11 +134,16 @@ export class DaytonaProvider implements Provider {
             },
       assetUrl: import.meta.url,
     });
-    return this.attached.open(options, warnings);
+    const session = await this.attached.open(options, warnings);
+    // A command past the memory limit is killed inside the sandbox's cgroup, which counts it.
+    return this.options.policy.memoryLimited
+      ? { ...session, oomKills: () => cgroupOomKills(session.sandbox) }
+      : session;
   }
 
   private async create(daytona: Daytona, workspaceId: string): Promise<Sandbox> {
-    const { image, snapshot, env, labels, resources, autoStopMinutes, owner } = this.options;
+    const { image, snapshot, env, labels, autoStopMinutes, owner, policy } = this.options;
+    const { resources, ...network } = policy.params;
     const base = {
       labels: {
         ...labels,
@@ -142,6 +154,7 @@ export class DaytonaProvider implements Provider {
       public: false,
       ...(env ? { envVars: { ...env } } : {}),
       ...(autoStopMinutes !== undefined ? { autoStopInterval: autoStopMinutes } : {}),
+      ...network,
     };
     const what = `creating a sandbox from ${image ? `image ${image}` : `snapshot ${snapshot ?? '(default)'}`}`;
     // Sent again only when the service refused it: one that failed may have created a sandbox.

@@ -1,7 +1,14 @@
 import type { Daytona } from '@daytonaio/sdk';
-import type { CommonWorkspaceOptions } from '@ws/core';
+import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkUserLabels, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import {
+  checkUserLabels,
+  type OptionKeys,
+  POLICY_KEYS,
+  splitOptions,
+  WorkspaceEngine,
+} from '@ws/core/backend';
+import { daytonaPolicy } from './daytona-policy.js';
 import {
   DaytonaProvider,
   type DaytonaResources,
@@ -9,7 +16,7 @@ import {
 } from './daytona-provider.js';
 
 /** Options of {@link DaytonaWorkspace}. */
-export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
+export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions, SandboxPolicyOptions {
   /** The Daytona API key. Default: `DAYTONA_API_KEY` from the environment. */
   apiKey?: string;
   /** The API's URL. Default: `DAYTONA_API_URL`, else Daytona's (`https://app.daytona.io/api`). */
@@ -24,7 +31,10 @@ export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions {
   env?: Readonly<Record<string, string>>;
   /** Labels put on a sandbox this workspace creates (besides its own `ws.*` keys). */
   labels?: Readonly<Record<string, string>>;
-  /** CPU cores, memory and disk (GiB) of a sandbox created from `image`. */
+  /**
+   * CPU cores, memory and disk (GiB) of a sandbox created from `image`. `limits` sets the same in
+   * the spelling every backend takes; a field may be given in one of them only.
+   */
   resources?: DaytonaResources;
   /**
    * The sandbox's time limit in milliseconds: Daytona stops it (files kept) after this long without
@@ -65,6 +75,7 @@ const DAYTONA_KEYS: OptionKeys<DaytonaWorkspaceOptions> = {
   client: true,
   owner: true,
   gateway: true,
+  ...POLICY_KEYS,
 };
 
 function invalid(message: string, details: Record<string, unknown>): WsError {
@@ -80,7 +91,7 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
 export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a `ws.` label or an unsafe workspace id.
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a malformed `limits`, `network` or `privileges`, a limit given in `resources` too, a `ws.` label or an unsafe workspace id; `CAPABILITY_UNSUPPORTED` for a policy Daytona cannot enforce (`limits.pids`, any `privileges`, `limits` without `image` or not in whole CPUs and GiB, an allow list of IPv6 blocks or of more than five).
    */
   constructor(options: DaytonaWorkspaceOptions = {}) {
     const { common, own } = splitOptions('DaytonaWorkspace', options, DAYTONA_KEYS);
@@ -105,11 +116,13 @@ export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
     if (own.resources && !own.image)
       throw invalid('resources apply to a sandbox created from an image: give image too', {});
     checkUserLabels(own.labels, 'Label');
-    const { timeoutMs: _lifetime, ...rest } = own;
+    const { timeoutMs: _lifetime, limits, network, privileges, resources, ...rest } = own;
+    const policy = daytonaPolicy({ limits, network, privileges }, resources, own.image);
     super({
       ...common,
       provider: new DaytonaProvider({
         ...rest,
+        policy,
         lifecycleTimeoutMs,
         ...(timeoutMs !== undefined
           ? { autoStopMinutes: timeoutMs === null ? 0 : Math.ceil(timeoutMs / 60_000) }

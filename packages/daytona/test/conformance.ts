@@ -6,7 +6,15 @@ import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
 import { type DaytonaConnection, DaytonaWorkspace, deleteOwnedSandboxes } from '../src/index.js';
-import { connection, emulatorBehindProxy, emulatorProblem, stopEmulator } from './emulator.js';
+import {
+  connection,
+  emulatorBehindProxy,
+  emulatorProblem,
+  image,
+  networkedConnection,
+  startedNetworkedConnection,
+  stopEmulator,
+} from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -46,8 +54,10 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
   if (problem) console.warn(`[daytona] skipped: ${problem}`);
 
   afterAll(async () => {
-    if (emulated)
-      for (const tag of [owner, `${owner}-2`]) await deleteOwnedSandboxes(tag, emulated).catch(() => []);
+    const networked = await startedNetworkedConnection();
+    for (const reach of [emulated, networked])
+      if (reach)
+        for (const tag of [owner, `${owner}-2`]) await deleteOwnedSandboxes(tag, reach).catch(() => []);
     await stopEmulator();
   }, 120_000);
 
@@ -65,6 +75,20 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
     },
     create: ({ secondOwner, ...options }) =>
       new DaytonaWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // Limits are the sandbox's resources (container limits here) in whole CPUs and GiB: the area's
+    // memory limits (256 and 512 MiB) are refused, so memory is declared unsupported here and its
+    // kill is tested in daytona-policy.test.ts with 1 GiB. What the sandbox's user may do is the
+    // snapshot's or image's. The emulator cuts a sandbox with networkBlockAll off the network; it
+    // records allow lists and filters nothing.
+    policy: {
+      limits: ['cpus', 'diskMiB'],
+      network: ['none', 'full', 'allow-cidr', 'allow-host'],
+      privileges: [],
+      // From an image (resources apply to such a sandbox only), through an emulator whose sandboxes
+      // have a network to lose.
+      create: async ({ secondOwner: _, ...options }) =>
+        new DaytonaWorkspace({ ...options, ...(await networkedConnection()), owner, image }),
+    },
     // An emulator of its own behind a proxy the fault cases switch.
     faults: async () => {
       const behind = await emulatorBehindProxy(owner);

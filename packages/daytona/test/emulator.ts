@@ -43,10 +43,28 @@ export async function connection(): Promise<EmulatorConnection> {
   return { apiKey: env.DAYTONA_API_KEY!, apiUrl: env.DAYTONA_API_URL! };
 }
 
+let networked: Promise<EmulatorProcess> | undefined;
+
+/**
+ * The connection options of a second emulator whose sandboxes get a network (started on first use):
+ * the policy cases need sandboxes with a network to lose. Nothing in them sends traffic anywhere.
+ */
+export async function networkedConnection(): Promise<EmulatorConnection> {
+  networked ??= launchEmulator('daytona', ['--snapshot', `default=${image}`]);
+  const { env } = await networked;
+  return { apiKey: env.DAYTONA_API_KEY!, apiUrl: env.DAYTONA_API_URL! };
+}
+
+/** The connection options of the networked emulator, when it was started. */
+export async function startedNetworkedConnection(): Promise<EmulatorConnection | undefined> {
+  return networked ? networkedConnection().catch(() => undefined) : undefined;
+}
+
 export async function stopEmulator(): Promise<void> {
-  const running = emulator;
+  const running = [emulator, networked];
   emulator = undefined;
-  await (await running?.catch(() => undefined))?.stop();
+  networked = undefined;
+  await Promise.all(running.map(async (launched) => (await launched?.catch(() => undefined))?.stop()));
 }
 
 /**

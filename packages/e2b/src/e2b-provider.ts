@@ -10,6 +10,7 @@ import {
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
 import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
+import type { E2BNetworkOptions } from './e2b-policy.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import type { E2BWorkspaceOptions } from './e2b-workspace.js';
 import { translateE2BError } from './errors.js';
@@ -23,7 +24,15 @@ export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
 
 /** Options of {@link E2BProvider}: the workspace class's own (documented there), defaults resolved. */
-export type E2BProviderOptions = OwnOptions<E2BWorkspaceOptions> & { template: string; timeoutMs: number };
+export type E2BProviderOptions = Omit<
+  OwnOptions<E2BWorkspaceOptions>,
+  'limits' | 'network' | 'privileges'
+> & {
+  template: string;
+  timeoutMs: number;
+  /** The network policy of a sandbox this workspace creates, as `Sandbox.create` takes it. */
+  policy?: E2BNetworkOptions | undefined;
+};
 
 /** A sandbox of the listing, as this provider reads it. */
 interface Found {
@@ -192,6 +201,7 @@ export class E2BProvider implements Provider {
             [WS_LABELS.created]: new Date().toISOString(),
           },
           ...(this.options.env ? { envs: { ...this.options.env } } : {}),
+          ...this.options.policy,
           // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
           lifecycle: { onTimeout: 'pause' },
         }).catch((error: unknown) => {

@@ -1,10 +1,17 @@
-import type { CommonWorkspaceOptions } from '@ws/core';
+import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
 import { WsError } from '@ws/core';
-import { checkUserLabels, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import {
+  checkUserLabels,
+  type OptionKeys,
+  POLICY_KEYS,
+  splitOptions,
+  WorkspaceEngine,
+} from '@ws/core/backend';
+import { e2bPolicy } from './e2b-policy.js';
 import { DEFAULT_E2B_TIMEOUT_MS, E2BProvider } from './e2b-provider.js';
 
 /** Options of {@link E2BWorkspace}. */
-export interface E2BWorkspaceOptions extends CommonWorkspaceOptions {
+export interface E2BWorkspaceOptions extends CommonWorkspaceOptions, SandboxPolicyOptions {
   /** The sandbox template (its id or name). Default: `base`. */
   template?: string;
   /** The E2B API key. Default: `E2B_API_KEY` from the environment. */
@@ -45,6 +52,7 @@ const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
   env: true,
   owner: true,
   gateway: true,
+  ...POLICY_KEYS,
 };
 
 /**
@@ -56,7 +64,9 @@ const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
 export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id.
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key,
+   * a malformed `limits`, `network` or `privileges`, or an unsafe workspace id; `CAPABILITY_UNSUPPORTED`
+   * for a policy E2B cannot enforce (any `limits`, any `privileges`).
    */
   constructor(options: E2BWorkspaceOptions = {}) {
     const { common, own } = splitOptions('E2BWorkspace', options, E2B_KEYS);
@@ -70,7 +80,12 @@ export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
         },
       );
     checkUserLabels(own.metadata, 'Metadata');
-    super({ ...common, provider: new E2BProvider({ ...own, template: own.template ?? 'base', timeoutMs }) });
+    const { limits, network, privileges, ...rest } = own;
+    const policy = e2bPolicy({ limits, network, privileges });
+    super({
+      ...common,
+      provider: new E2BProvider({ ...rest, template: rest.template ?? 'base', timeoutMs, policy }),
+    });
   }
 
   /** The id of the E2B sandbox this workspace is attached to, once initialized. */

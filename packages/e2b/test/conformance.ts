@@ -7,7 +7,13 @@ import { startFaultProxy } from '@ws/emulators';
 import { Sandbox } from 'e2b';
 import { afterAll } from 'vitest';
 import { E2BWorkspace, killOwnedSandboxes } from '../src/index.js';
-import { connection, emulatorProblem, stopEmulator } from './emulator.js';
+import {
+  connection,
+  emulatorProblem,
+  networkedConnection,
+  startedNetworkedConnection,
+  stopEmulator,
+} from './emulator.js';
 
 // The built package, for the cases that open a workspace in another process (npm test builds it).
 const built = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'index.js');
@@ -47,8 +53,10 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
   if (problem) console.warn(`[e2b] skipped: ${problem}`);
 
   afterAll(async () => {
-    if (emulated)
-      for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, emulated).catch(() => []);
+    const networked = await startedNetworkedConnection();
+    for (const reach of [emulated, networked])
+      if (reach)
+        for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, reach).catch(() => []);
     await stopEmulator();
   }, 120_000);
 
@@ -67,6 +75,16 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
     },
     create: ({ secondOwner, ...options }) =>
       new E2BWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // CPUs, memory, disk and what commands may do are the template's. The emulator cuts a sandbox
+    // without internet access off the network; it records an allow list and filters nothing.
+    policy: {
+      limits: [],
+      network: ['none', 'full', 'allow-cidr', 'allow-host'],
+      privileges: [],
+      // Through an emulator whose sandboxes have a network to lose.
+      create: async ({ secondOwner: _, ...options }) =>
+        new E2BWorkspace({ ...options, ...(await networkedConnection()), owner }),
+    },
     // The control plane and envd (one port on the emulator) behind a proxy the fault cases switch.
     faults: async () => {
       const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));

@@ -34,8 +34,26 @@ export async function connection(): Promise<EmulatorConnection> {
   return { apiKey: env.E2B_API_KEY!, apiUrl: env.E2B_API_URL!, sandboxUrl: env.E2B_SANDBOX_URL! };
 }
 
+let networked: Promise<EmulatorProcess> | undefined;
+
+/**
+ * The connection options of a second emulator whose sandboxes get a network (started on first use):
+ * the policy cases need sandboxes with a network to lose. Nothing in them sends traffic anywhere.
+ */
+export async function networkedConnection(): Promise<EmulatorConnection> {
+  networked ??= launchEmulator('e2b', ['--template', `base=${image}`]);
+  const { env } = await networked;
+  return { apiKey: env.E2B_API_KEY!, apiUrl: env.E2B_API_URL!, sandboxUrl: env.E2B_SANDBOX_URL! };
+}
+
+/** The connection options of the networked emulator, when it was started. */
+export async function startedNetworkedConnection(): Promise<EmulatorConnection | undefined> {
+  return networked ? networkedConnection().catch(() => undefined) : undefined;
+}
+
 export async function stopEmulator(): Promise<void> {
-  const running = emulator;
+  const running = [emulator, networked];
   emulator = undefined;
-  await (await running?.catch(() => undefined))?.stop();
+  networked = undefined;
+  await Promise.all(running.map(async (launched) => (await launched?.catch(() => undefined))?.stop()));
 }

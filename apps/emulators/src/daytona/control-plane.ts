@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Docker from 'dockerode';
 import { isRecord, readJson, sendJson, stringMap as stringMapOf } from '../http/http-util.js';
 import { DaytonaHttpError } from './errors.js';
+import { networkLimits } from './network-limits.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 import { DAYTONA_DEFAULT_USER } from './sandbox-user.js';
 
@@ -137,6 +138,8 @@ export function dto(context: ControlPlaneContext, record: SandboxRecord): Record
     labels: { ...settings.labels },
     public: false,
     networkBlockAll: record.networkBlockAll,
+    ...(record.networkAllowList ? { networkAllowList: record.networkAllowList } : {}),
+    ...(record.domainAllowList ? { domainAllowList: record.domainAllowList } : {}),
     target: record.target,
     cpu: record.cpu,
     gpu: 0,
@@ -248,6 +251,7 @@ async function createSandbox(context: ControlPlaneContext, request: IncomingMess
     autoArchiveInterval: integer(body.autoArchiveInterval, 'autoArchiveInterval', 10080, 0),
     autoDeleteInterval: integer(body.autoDeleteInterval, 'autoDeleteInterval', -1, -1),
     networkBlockAll: body.networkBlockAll === true,
+    ...networkLimits(body),
     labels,
     env,
   };

@@ -13,6 +13,8 @@ export const DAYTONA_LABELS = {
   user: 'ws.daytona.user',
   target: 'ws.daytona.target',
   networkBlockAll: 'ws.daytona.network-block-all',
+  /** `networkAllowList` and `domainAllowList` as given at creation, as JSON. */
+  allowLists: 'ws.daytona.allow-lists',
   resources: 'ws.daytona.resources',
   createdAt: 'ws.daytona.created-at',
   /** The Daytona labels given at creation, as JSON (later changes live in the state file). */
@@ -41,6 +43,10 @@ export interface SandboxDescription {
   user: string;
   target: string;
   networkBlockAll: boolean;
+  /** Comma-separated CIDR blocks; empty: none given. */
+  networkAllowList: string;
+  /** Comma-separated domains; empty: none given. */
+  domainAllowList: string;
   cpu: number;
   memory: number;
   disk: number;
@@ -91,6 +97,10 @@ export function labelsOf(
     [DAYTONA_LABELS.user]: description.user,
     [DAYTONA_LABELS.target]: description.target,
     [DAYTONA_LABELS.networkBlockAll]: String(description.networkBlockAll),
+    [DAYTONA_LABELS.allowLists]: JSON.stringify({
+      networkAllowList: description.networkAllowList,
+      domainAllowList: description.domainAllowList,
+    }),
     [DAYTONA_LABELS.resources]: JSON.stringify({
       cpu: description.cpu,
       memory: description.memory,
@@ -108,6 +118,7 @@ export function describedBy(summary: Docker.ContainerInfo): SandboxDescription |
   const id = labels[DAYTONA_LABELS.sandboxId];
   if (!id) return undefined;
   const resources = jsonRecord(labels[DAYTONA_LABELS.resources]);
+  const allowLists = stringRecord(jsonRecord(labels[DAYTONA_LABELS.allowLists]));
   const createdAt = new Date(labels[DAYTONA_LABELS.createdAt] ?? summary.Created * 1000);
   return {
     id,
@@ -116,6 +127,8 @@ export function describedBy(summary: Docker.ContainerInfo): SandboxDescription |
     user: labels[DAYTONA_LABELS.user] || 'root',
     target: labels[DAYTONA_LABELS.target] || 'us',
     networkBlockAll: labels[DAYTONA_LABELS.networkBlockAll] === 'true',
+    networkAllowList: allowLists.networkAllowList ?? '',
+    domainAllowList: allowLists.domainAllowList ?? '',
     cpu: Number(resources.cpu) || 1,
     memory: Number(resources.memory) || 1,
     disk: Number(resources.disk) || 3,

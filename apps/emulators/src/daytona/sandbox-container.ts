@@ -17,6 +17,9 @@ export interface CreateSandboxInput {
   autoArchiveInterval: number;
   autoDeleteInterval: number;
   networkBlockAll: boolean;
+  /** Recorded and reported; the emulator filters no destination. */
+  networkAllowList: string;
+  domainAllowList: string;
 }
 
 /** Container name of a sandbox. */
@@ -50,7 +53,9 @@ export function createSandboxContainer(
           CapDrop: ['ALL'],
           SecurityOpt: ['no-new-privileges'],
           NanoCpus: Math.round(input.cpu * 1e9),
+          // No swap past the memory: a command that needs more is killed by the kernel, as on Daytona.
           Memory: Math.round(input.memory * 1024 ** 3),
+          MemorySwap: Math.round(input.memory * 1024 ** 3),
         },
       },
       network,

@@ -115,6 +115,8 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
       user: input.user,
       target: input.target,
       networkBlockAll: input.networkBlockAll,
+      networkAllowList: input.networkAllowList,
+      domainAllowList: input.domainAllowList,
       cpu: input.cpu,
       memory: input.memory,
       disk: input.disk,

@@ -9,6 +9,7 @@ import {
   sendJson,
   stringMap as stringMapOf,
 } from '../http/http-util.js';
+import { egressRules } from './egress.js';
 import { DEFAULT_TIMEOUT_SECONDS, type SandboxRecord, type SandboxRegistry } from './sandbox-registry.js';
 
 /** What the REST control plane needs from the emulator. */
@@ -158,6 +159,7 @@ function detailBody(context: ControlPlaneContext, record: SandboxRecord): Record
     envdAccessToken: record.envdAccessToken,
     domain: null,
     allowInternetAccess: record.allowInternetAccess,
+    ...(record.egress ? { network: { ...record.egress } } : {}),
     lifecycle: { onTimeout: record.autoPause ? 'pause' : 'kill', autoResume: record.autoResume },
   };
 }
@@ -182,6 +184,7 @@ async function createSandbox(
     ? (optionalBoolean(body.autoResume.enabled, 'autoResume.enabled') ?? false)
     : false;
   const allowInternetAccess = optionalBoolean(body.allow_internet_access, 'allow_internet_access') ?? null;
+  const egress = egressRules(body.network);
   if (Array.isArray(body.volumeMounts) && body.volumeMounts.length > 0) {
     throw new HttpError(400, 'volume mounts are not supported by the emulator');
   }
@@ -196,6 +199,7 @@ async function createSandbox(
     autoPause,
     autoResume,
     allowInternetAccess,
+    egress,
   });
   sendJson(response, 201, sandboxBody(context, record));
 }

@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { readStateFile, writeStateFile } from '../docker/state-file.js';
+import type { EgressRules } from './egress.js';
 
 /** Labels of an emulated E2B sandbox's container; the emulator's whole state survives in them. */
 export const E2B_LABELS = {
@@ -13,6 +14,8 @@ export const E2B_LABELS = {
   autoPause: 'ws.e2b.auto-pause',
   autoResume: 'ws.e2b.auto-resume',
   allowInternetAccess: 'ws.e2b.allow-internet-access',
+  /** The egress rules given at creation (`network.allowOut`, `network.denyOut`), as JSON. */
+  network: 'ws.e2b.network',
   metadataPrefix: 'ws.e2b.metadata.',
   /** Which emulator instance manages the sandbox (see `E2BEmulatorOptions.instance`). */
   instance: 'ws.e2b.instance',
@@ -41,6 +44,7 @@ export interface SandboxDescription {
   autoPause: boolean;
   autoResume: boolean;
   allowInternetAccess: boolean | null;
+  egress: EgressRules | undefined;
 }
 
 export function labelsOf(description: SandboxDescription, instance: string): Record<string, string> {
@@ -57,6 +61,7 @@ export function labelsOf(description: SandboxDescription, instance: string): Rec
     [E2B_LABELS.autoResume]: String(description.autoResume),
     [E2B_LABELS.allowInternetAccess]:
       description.allowInternetAccess === null ? '' : String(description.allowInternetAccess),
+    [E2B_LABELS.network]: description.egress ? JSON.stringify(description.egress) : '',
   };
   for (const [key, value] of Object.entries(description.metadata)) {
     labels[`${E2B_LABELS.metadataPrefix}${key}`] = value;
@@ -87,6 +92,7 @@ export function describedBy(summary: Docker.ContainerInfo): SandboxDescription |
     autoResume: labels[E2B_LABELS.autoResume] === 'true',
     allowInternetAccess:
       allowInternet === undefined || allowInternet === '' ? null : allowInternet === 'true',
+    egress: egressOf(labels[E2B_LABELS.network]),
   };
 }
 
@@ -107,6 +113,19 @@ export function writeEndAt(
 export async function readEndAt(container: Docker.Container): Promise<Date | undefined> {
   const saved = await readStateFile(container, STATE_FILE);
   return typeof saved?.endAt === 'string' ? dateOr(saved.endAt, undefined) : undefined;
+}
+
+function egressOf(text: string | undefined): EgressRules | undefined {
+  if (!text) return undefined;
+  try {
+    const { allowOut, denyOut } = JSON.parse(text) as Partial<EgressRules>;
+    return {
+      allowOut: Array.isArray(allowOut) ? allowOut : [],
+      denyOut: Array.isArray(denyOut) ? denyOut : [],
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 function dateOr<T extends Date | undefined>(value: string | undefined, fallback: T): Date | T {

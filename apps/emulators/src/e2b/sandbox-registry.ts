@@ -5,6 +5,7 @@ import { ContainerRegistry, type RegistryEntry } from '../docker/container-regis
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
 import { AccountResolver } from './accounts.js';
+import { type EgressRules, isOffline } from './egress.js';
 import {
   describedBy,
   instanceFilter,
@@ -41,6 +42,8 @@ export interface CreateSandboxInput {
   autoPause: boolean;
   autoResume: boolean;
   allowInternetAccess: boolean | null;
+  /** Recorded and reported; only an allow list that allows nothing is enforced (no network). */
+  egress: EgressRules | undefined;
 }
 
 function sandboxIdOf(): string {
@@ -147,6 +150,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
       autoPause: input.autoPause,
       autoResume: input.autoResume,
       allowInternetAccess: input.allowInternetAccess,
+      egress: input.egress,
     };
     const options = withNetwork(
       {
@@ -167,7 +171,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
         },
       },
       this.network,
-      input.allowInternetAccess === false,
+      isOffline(input.allowInternetAccess, input.egress),
     );
     let container: Docker.Container;
     try {

@@ -17,7 +17,9 @@ export function parseOomKills(text: string): number | undefined {
  * A provider whose sandbox has a memory limit passes this (or its own count) as the session's `oomKills`.
  */
 export async function cgroupOomKills(sandbox: Pick<CompleteSandbox, 'exec'>): Promise<number | undefined> {
+  // From /: the first count is read at open, before the workdir may exist.
   const result = await sandbox.exec(['/bin/sh', '-c', OOM_COUNT_SCRIPT], {
+    cwd: '/',
     timeoutMs: 10_000,
     maxOutputBytes: 4096,
   });
