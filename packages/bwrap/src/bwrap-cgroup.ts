@@ -4,8 +4,8 @@ import { constants, readFileSync } from 'node:fs';
 import { access, mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
-import { DEFAULT_PIDS_LIMIT, type WorkspaceLimits } from '@ws/core';
-import { hostTag, processAlive } from '@ws/core/backend';
+import type { WorkspaceLimits } from '@ws/core';
+import { DEFAULT_PIDS_LIMIT, hostTag, processAlive } from '@ws/core/backend';
 
 /** The cgroup controllers a workspace's limits use. */
 export type CgroupController = 'pids' | 'memory' | 'cpu';

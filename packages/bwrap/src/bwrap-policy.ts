@@ -1,9 +1,10 @@
-import { type Privileges, type SandboxPolicyOptions, type WorkspaceLimit, WsError } from '@ws/core';
+import { type Privileges, type SandboxPolicyOptions, WsError } from '@ws/core';
 import {
   checkSandboxPolicy,
   type PolicySupport,
   type ResolvedPolicy,
   refuseUnsupportedPolicy,
+  type WorkspaceLimit,
 } from '@ws/core/backend';
 
 /** The backend's name in refusals. */

@@ -92,6 +92,8 @@ export {
   writeThroughTemporary,
 } from './backend/write-through-temporary.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
+export type { WorkspaceLimit } from './contracts/sandbox-policy.js';
+export { DEFAULT_PIDS_LIMIT } from './contracts/sandbox-policy.js';
 export {
   checkOptionKeys,
   engineOptions,

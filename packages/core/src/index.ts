@@ -50,10 +50,8 @@ export type {
   NetworkPolicy,
   Privileges,
   SandboxPolicyOptions,
-  WorkspaceLimit,
   WorkspaceLimits,
 } from './contracts/sandbox-policy.js';
-export { DEFAULT_PIDS_LIMIT } from './contracts/sandbox-policy.js';
 export type { Skill, SkillArchive } from './contracts/skill.js';
 export type {
   AudioContent,

@@ -1,6 +1,7 @@
-import { DEFAULT_PIDS_LIMIT, type NetworkPolicy, WsError } from '@ws/core';
+import { type NetworkPolicy, WsError } from '@ws/core';
 import {
   checkSandboxPolicy,
+  DEFAULT_PIDS_LIMIT,
   type PolicySupport,
   policyUnsupported,
   type ResolvedPolicy,

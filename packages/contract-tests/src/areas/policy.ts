@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { DEFAULT_PIDS_LIMIT, type SandboxPolicyOptions } from '@ws/core';
+import type { SandboxPolicyOptions } from '@ws/core';
+import { DEFAULT_PIDS_LIMIT } from '@ws/core/backend';
 import { afterAll, describe, expect } from 'vitest';
 import { errorText, okText, toolNamed } from '../fixtures.js';
 import { conformanceCase, expectWsError } from '../harness.js';
