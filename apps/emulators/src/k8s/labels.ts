@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type Docker from 'dockerode';
 import { isRecord, stringMap as stringMapOf } from '../http/http-util.js';
 
 /** Labels of the emulator's Docker objects (pod containers, PVC and namespace volumes). */
@@ -141,4 +142,28 @@ export class Versioned {
     }
     return this.resourceVersion;
   }
+}
+
+/**
+ * The namespaced objects of one kind an earlier emulator of the instance kept, each in the labels of
+ * its Docker volume, with the volume's name.
+ */
+export async function storedInVolumes(
+  docker: Pick<Docker, 'listVolumes'>,
+  instance: string,
+  kind: StoredKind,
+): Promise<
+  { stored: StoredObject & { metadata: ObjectMeta & { namespace: string } }; volumeName: string }[]
+> {
+  const { Volumes } = await docker.listVolumes({ filters: k8sFilter(instance, kind) });
+  const found = [];
+  for (const volume of Volumes ?? []) {
+    const stored = readStored(volume.Labels);
+    if (stored?.metadata.namespace)
+      found.push({
+        stored: stored as StoredObject & { metadata: ObjectMeta & { namespace: string } },
+        volumeName: volume.Name,
+      });
+  }
+  return found;
 }

@@ -4,11 +4,10 @@ import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord } from '../http/http-util.js';
 import {
-  k8sFilter,
   newMetadata,
   type ObjectMeta,
   type ResourceVersions,
-  readStored,
+  storedInVolumes,
   storeLabels,
 } from './labels.js';
 import { alreadyExists, badRequest, checkName, invalid, notFound } from './status.js';
@@ -124,19 +123,14 @@ export class NetworkPolicyStore {
 
   /** Takes over the policies of an earlier emulator of the same instance. */
   async restore(): Promise<void> {
-    const { Volumes } = await this.options.docker.listVolumes({
-      filters: k8sFilter(this.options.instance, 'networkpolicy'),
-    });
-    for (const volume of Volumes ?? []) {
-      const stored = readStored(volume.Labels);
-      if (!stored?.metadata.namespace) continue;
+    const { docker, instance } = this.options;
+    for (const { stored, volumeName } of await storedInVolumes(docker, instance, 'networkpolicy'))
       this.records.set(key(stored.metadata.namespace, stored.metadata.name), {
         metadata: stored.metadata,
         spec: stored.spec as V1NetworkPolicySpec,
-        volumeName: volume.Name,
+        volumeName,
         resourceVersion: this.options.versions.next(),
       });
-    }
   }
 
   async create(namespace: string, body: unknown): Promise<V1NetworkPolicy> {

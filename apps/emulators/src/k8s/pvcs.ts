@@ -2,11 +2,10 @@ import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord, stringMap } from '../http/http-util.js';
 import {
-  k8sFilter,
   newMetadata,
   type ObjectMeta,
   type ResourceVersions,
-  readStored,
+  storedInVolumes,
   storeLabels,
   timestamp,
   Versioned,
@@ -48,20 +47,15 @@ export class PvcStore {
 
   /** Takes over the claims of an earlier emulator of the same instance. */
   async restore(): Promise<void> {
-    const { Volumes } = await this.options.docker.listVolumes({
-      filters: k8sFilter(this.options.instance, 'pvc'),
-    });
-    for (const volume of Volumes ?? []) {
-      const stored = readStored(volume.Labels);
-      if (!stored?.metadata.namespace) continue;
+    const { docker, instance } = this.options;
+    for (const { stored, volumeName } of await storedInVolumes(docker, instance, 'pvc'))
       this.records.set(key(stored.metadata.namespace, stored.metadata.name), {
         metadata: stored.metadata,
         spec: stored.spec,
-        volumeName: volume.Name,
+        volumeName,
         boundAt: 0,
         version: new Versioned(this.options.versions),
       });
-    }
   }
 
   async create(namespace: string, body: unknown): Promise<Record<string, unknown>> {
