@@ -211,7 +211,11 @@ export class BwrapProvider implements Provider {
     // Without a gateway, files go through commands (confined to /workspace and /tmp) and MCP is unavailable.
     if (this.options.gateway === false) return plain;
     const node = await probeNode(completeSandbox(sandbox), options);
-    if (!node) return plain;
+    if (!node)
+      return {
+        ...plain,
+        noMcp: `no node 18 or newer is on the sandbox's PATH (the host's system folders); this process runs ${process.execPath}, which the sandbox does not see there: install node in /usr or /usr/local`,
+      };
     const launcher = await this.launcher(mounts, node.path, bwrapPath, options.workspaceId, procs);
     const link = new GatewayLink(launcher);
     this.link = link;

@@ -18,6 +18,8 @@ export {
 export { GatewayMcpConnector } from './gateway/gateway-mcp.js';
 export type { GatewaySandboxOptions } from './gateway/gateway-sandbox.js';
 export { GatewaySandbox } from './gateway/gateway-sandbox.js';
+export type { HostNode, ProvidedNode, ProvideNodeOptions } from './gateway/host-node.js';
+export { hostNode, provideNode } from './gateway/host-node.js';
 export {
   GATEWAY_MIN_NODE_MAJOR,
   gatewayBundleName,

@@ -1,10 +1,15 @@
 // The gateway in a Docker container: its bundle placed once on the host and bound read-only into
 // each container, the container's node found without running a command, and the launcher that runs
 // it over an attached exec.
-import { chmod, lstat, mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, link, lstat, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { WsError } from '@ws/core';
-import { type GatewayLauncher, gatewayBundleName, sandboxGatewayLauncher } from '@ws/core/gateway';
+import {
+  type GatewayLauncher,
+  gatewayBundleName,
+  type HostNode,
+  sandboxGatewayLauncher,
+} from '@ws/core/gateway';
 import type Docker from 'dockerode';
 import { CONTAINER_WORKDIR, type DockerSandbox } from './docker-sandbox.js';
 
@@ -46,6 +51,38 @@ export async function placeGatewayBundle(base: string, bundle: Uint8Array): Prom
     await rename(temporary, path);
   }
   return home;
+}
+
+/**
+ * Places the host's node beside the gateway bundle in `<base>/gateway` (bound read-only at
+ * {@link GATEWAY_HOME}), for containers whose image has no node: a hard link where the file system
+ * allows one, else a copy, under a name carrying its version. Returns its path inside containers.
+ */
+export async function placeHostNode(base: string, host: HostNode): Promise<string> {
+  const home = join(base, 'gateway');
+  const path = join(home, host.fileName);
+  const size = (await stat(host.path)).size;
+  const present = await stat(path).then(
+    (found) => found.isFile() && found.size === size,
+    () => false,
+  );
+  if (!present) {
+    const temporary = `${path}.${process.pid}.tmp`;
+    await rm(temporary, { force: true });
+    await link(host.path, temporary).catch(async () => {
+      await copyFile(host.path, temporary);
+      await chmod(temporary, 0o755);
+    });
+    await rename(temporary, path);
+  }
+  return posix.join(GATEWAY_HOME, host.fileName);
+}
+
+/** Remembers the node a container's gateway runs on (see {@link containerNode}). */
+export async function rememberContainerNode(runtime: string, container: string, node: string): Promise<void> {
+  await writeFile(join(runtime, 'node.json'), JSON.stringify({ container, node }), { mode: 0o600 }).catch(
+    () => {},
+  );
 }
 
 /**

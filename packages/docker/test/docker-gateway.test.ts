@@ -150,15 +150,63 @@ describe.skipIf(problem !== undefined)('docker gateway channels', () => {
   }, 120_000);
 });
 
+/**
+ * The node-less image with the C++ runtime removed too, so that the host's node cannot run in it
+ * either; removed after the file.
+ */
+async function imageWithoutCxxRuntime(): Promise<string> {
+  const tag = `ws-test-no-cxx:${owner}`;
+  const container = await docker.createContainer({
+    Image: bare,
+    Cmd: ['sh', '-c', 'rm -f /usr/lib/*-linux-gnu/libstdc++.so.6*'],
+    Labels: { 'ws.test.owner': owner },
+  });
+  try {
+    await container.start();
+    await container.wait();
+    await container.commit({ repo: 'ws-test-no-cxx', tag: owner });
+  } finally {
+    await container.remove({ force: true });
+  }
+  return tag;
+}
+
 describe.skipIf(bareProblem !== undefined)('docker on an image without node or ripgrep', () => {
-  it('runs commands and every built-in tool, and says MCP is unsupported', async () => {
+  let noCxx: string | undefined;
+  afterAll(async () => {
+    if (noCxx)
+      await docker
+        .getImage(noCxx)
+        .remove({ force: true })
+        .catch(() => {});
+  });
+
+  it("brings the host's node for the gateway: MCP works, the node bound read-only beside the bundle", async () => {
+    const workspaceId = `bare-node-${generateId().slice(0, 6)}`;
+    const workspace = await DockerWorkspace.open({ image: bare, owner, workspaceId });
+    try {
+      expect(workspace.capabilities.mcp, JSON.stringify(workspace.warnings)).toBe(true);
+      const sandbox = workspace.getSandbox();
+      const placed = `/opt/ws/node-${process.version}-linux-${process.arch}`;
+      expect((await sandbox.exec([placed, '-p', 'process.version'])).stdoutText.trim()).toBe(process.version);
+      // Read-only inside: the container cannot replace the node other containers run.
+      const write = await sandbox.exec(['sh', '-c', `echo x > ${placed}`]);
+      expect(write.exitCode).not.toBe(0);
+    } finally {
+      await workspace.destroy();
+    }
+  }, 180_000);
+
+  it('runs commands and every built-in tool where no node can run, and says why MCP is unsupported', async () => {
+    noCxx = await imageWithoutCxxRuntime();
     const workspace = await DockerWorkspace.open({
-      image: bare,
+      image: noCxx,
       owner,
       workspaceId: `bare-${generateId().slice(0, 6)}`,
     });
     try {
       expect(workspace.capabilities.mcp).toBe(false);
+      expect(workspace.warnings.join('\n')).toMatch(/libstdc\+\+/);
       const tools = Object.fromEntries((await workspace.listTools()).map((tool) => [tool.name, tool]));
       expect((await tools.Bash!.call({ command: 'command -v node rg || echo none' })).content).toEqual([
         { type: 'text', text: 'none\n' },
@@ -182,6 +230,10 @@ describe.skipIf(bareProblem !== undefined)('docker on an image without node or r
         .addMcp({ name: 'x', transport: { type: 'stdio', command: 'node' } })
         .catch((error: unknown) => error);
       expect(isWsError(failure, 'CAPABILITY_UNSUPPORTED')).toBe(true);
+      // The error says why and what to do.
+      expect((failure as Error).message).toMatch(
+        /does not run there.*install node 18 or newer in the image/s,
+      );
     } finally {
       await workspace.destroy();
     }

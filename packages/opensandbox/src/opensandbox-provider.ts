@@ -210,7 +210,9 @@ export class OpenSandboxProvider implements Provider {
                   headers: { ...this.connection.headers, ...endpoint.headers },
                 };
               },
-              noNodeWarning: `The image ${image} has no node 18 or newer: commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run`,
+              describe: `the image ${image}`,
+              withoutGateway:
+                'commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run',
             },
       assetUrl: import.meta.url,
     });

@@ -10,6 +10,7 @@ import {
   stdioSpec,
   uploadMcpFixtures,
 } from '../mcp-fixtures.js';
+import { SH_MCP_SERVER } from '../sh-mcp-server.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 import {
   type McpCase,
@@ -376,6 +377,55 @@ export function mcpArea(context: AreaContext): void {
           await watcher.close();
         }
       },
+    );
+
+    conformanceCase(
+      context,
+      'mcp.node-less-image',
+      "runs a stdio MCP server on an image without node: the gateway brings the host's, placed once per sandbox",
+      async (test) => {
+        const nodeless = context.target.nodeless;
+        if (!nodeless) return test.skip('the target has no node-less image');
+        const id = context.newId();
+        const first = await nodeless({ workspaceId: id });
+        let second: WorkspaceUnderTest | undefined;
+        try {
+          await first.initialize();
+          const probe = await first
+            .getSandbox()
+            .exec(['sh', '-c', 'command -v node || echo none'], { timeoutMs: 30_000 });
+          expect(probe.stdoutText.trim(), 'the image must have no node of its own').toBe('none');
+          expect(first.capabilities.mcp, JSON.stringify(first.warnings)).toBe(true);
+          await first.getSandbox().writeFile(`${first.workdir}/kernel-server.sh`, SH_MCP_SERVER);
+          const spec: McpServerSpec = {
+            name: 'kernel',
+            transport: { type: 'stdio', command: 'sh', args: ['kernel-server.sh'] },
+          };
+          await first.addMcp(spec);
+          const [client] = await first.listMcps();
+          expect(okText(await client!.callTool('kernel', {}))).toBe('Linux');
+          // The placed node, as the sandbox sees it: a second object on the same sandbox finds it there.
+          const placed = `find / -path /proc -prune -o -type f -name 'node-${process.version}-linux-*' -print -quit 2>/dev/null | xargs -r stat -c '%n %i %Y %s'`;
+          const before = (
+            await first.getSandbox().exec(['sh', '-c', placed], { timeoutMs: 60_000 })
+          ).stdoutText.trim();
+          expect(before).toMatch(/ \d+ \d+ \d+$/);
+          second = await nodeless({ workspaceId: id });
+          await second.initialize();
+          expect(second.capabilities.mcp, JSON.stringify(second.warnings)).toBe(true);
+          await second.addMcp(spec, { agentId: 'second' });
+          const [again] = await second.listMcps({ agentId: 'second' });
+          expect(okText(await again!.callTool('kernel', {}))).toBe('Linux');
+          const after = (
+            await second.getSandbox().exec(['sh', '-c', placed], { timeoutMs: 60_000 })
+          ).stdoutText.trim();
+          expect(after, 'the node is placed once per sandbox').toBe(before);
+        } finally {
+          await second?.close();
+          await first.close();
+        }
+      },
+      Math.max(context.caseTimeoutMs, 180_000),
     );
   });
 }

@@ -4,6 +4,7 @@ import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { CallOptions } from '../contracts/workspace.js';
 import { GatewayMcpConnector } from './gateway-mcp.js';
 import { GatewaySandbox } from './gateway-sandbox.js';
+import { type ProvidedNode, provideNode } from './host-node.js';
 import { installGateway, probeNode } from './install.js';
 import { GatewayLink } from './link.js';
 import { type GatewaySocketPlace, type ProxiedEndpoint, sandboxGatewayLauncher } from './start.js';
@@ -22,8 +23,13 @@ export interface RemoteGatewayOptions {
   bundle(): Promise<Uint8Array>;
   /** What calls go through without the gateway, for the warning when it does not start ("envd"). */
   readonly via: string;
-  /** The warning when the sandbox has no node to run the gateway with. */
-  readonly noNodeWarning: string;
+  /**
+   * What happens without the gateway, appended to the reason when it cannot run ("commands and files
+   * go through envd directly, and MCP servers cannot run").
+   */
+  readonly withoutGateway: string;
+  /** The sandbox as messages name it (`the template base`, `the image python:3.11-slim`). */
+  readonly describe: string;
   /**
    * How the host reaches a port inside the sandbox (a vendor's reverse proxy). When given, the
    * gateway listens on a loopback port reached through it, and falls back to its command's streams
@@ -41,10 +47,11 @@ export interface RemoteGatewaySession {
 }
 
 /**
- * The one start-up of a remote backend's gateway: probes the sandbox's node, installs the bundle,
- * and starts the gateway over the streams of one long-lived command (`stdio`). Every call then goes
- * through the gateway, and MCP servers run behind it. Without node, or when the gateway does not
- * start, calls go through `direct` and the reason is in the session's warnings.
+ * The one start-up of a remote backend's gateway: probes the sandbox's node (placing the host's own,
+ * uploaded once per sandbox, when it has none: see `provideNode`), installs the bundle, and starts
+ * the gateway over the streams of one long-lived command (`stdio`). Every call then goes through the
+ * gateway, and MCP servers run behind it. When no node can run there, or the gateway does not start,
+ * calls go through `direct` and the reason is in the session's warnings and in the error of an MCP call.
  */
 export async function openRemoteGateway(
   options: RemoteGatewayOptions,
@@ -53,10 +60,20 @@ export async function openRemoteGateway(
 ): Promise<RemoteGatewaySession> {
   const { direct, workdir } = options;
   const complete = completeSandbox(direct);
-  const node = await probeNode(complete, call);
-  if (!node) {
-    warnings.push(options.noNodeWarning);
-    return { session: { sandbox: direct, workdir, warnings }, link: undefined };
+  const node = await provideNode(complete, await probeNode(complete, call), {
+    ...call,
+    home: options.home,
+    describe: options.describe,
+  }).catch((error: unknown): ProvidedNode => {
+    if (call.signal?.aborted) throw error;
+    return {
+      problem: `${options.describe} has no node 18 or newer, and placing this host's node there failed: ${(error as Error).message}`,
+    };
+  });
+  if (node.path === undefined) {
+    const reason = `${node.problem}. Meanwhile ${options.withoutGateway}`;
+    warnings.push(reason);
+    return { session: { sandbox: direct, workdir, warnings, noMcp: node.problem }, link: undefined };
   }
   const bundle = await installGateway(complete, options.home, await options.bundle(), call);
   const launcher = (socket: GatewaySocketPlace) =>

@@ -22,6 +22,8 @@ export interface McpStore {
 export interface McpRegistryOptions {
   /** The connector of the open sandbox, or undefined when this backend cannot run MCP servers now. */
   connector: () => McpConnector | undefined;
+  /** Why the connector is absent, when known. */
+  unavailable?: () => string | undefined;
   backend: string;
   defaults: readonly McpServerSpec[];
   /** Most live stateful connections across scopes. Default: max(40, 2 × stateful defaults). */
@@ -86,11 +88,12 @@ export class McpRegistry {
   private connector(): McpConnector {
     const connector = this.options.connector();
     if (!connector) {
+      const why = this.options.unavailable?.();
       throw new WsError(
         'CAPABILITY_UNSUPPORTED',
-        `The ${this.options.backend} workspace cannot run MCP servers`,
+        `The ${this.options.backend} workspace cannot run MCP servers${why ? `: ${why}` : ''}`,
         {
-          details: { backend: this.options.backend },
+          details: { backend: this.options.backend, ...(why ? { reason: why } : {}) },
         },
       );
     }
