@@ -16,6 +16,7 @@
  * - `BACKEND_ERROR`: the backend answered with an error that fits no other code.
  * - `CONFLICT`: the operation clashes with current state (a duplicate name, a concurrent owner).
  * - `LIMIT_EXCEEDED`: a size or count limit was hit (archive too large, too many pages).
+ * - `PACKAGE_INSTALL_FAILED`: an installer of the workspace's `packages` (apt, pip, npm) failed at open.
  */
 export type WsErrorCode =
   | 'INVALID_ARGUMENT'
@@ -32,7 +33,8 @@ export type WsErrorCode =
   | 'BACKEND_UNAVAILABLE'
   | 'BACKEND_ERROR'
   | 'CONFLICT'
-  | 'LIMIT_EXCEEDED';
+  | 'LIMIT_EXCEEDED'
+  | 'PACKAGE_INSTALL_FAILED';
 
 const WS_ERROR_BRAND: unique symbol = Symbol.for('@ws/core.WsError');
 
