@@ -4,7 +4,7 @@ import type { BackendName, BackendSettings } from './settings.js';
 
 /** What opening a workspace needs besides the backend's own settings. */
 export interface OpenInput {
-  /** Options every backend takes (`workspaceId`, `defaultMcps`, `skillPaths`, `env`). */
+  /** Options every backend takes (`workspaceId`, `defaultMcps`, `skillPaths`, `env`, `user`). */
   readonly common: Record<string, unknown>;
   /** The host workdir (local, bwrap, docker), already created; local always has one. */
   readonly hostWorkdir: string | undefined;

@@ -24,6 +24,7 @@ export const BACKEND_OPTIONS = {
   pids: { type: 'string' },
   disk: { type: 'string' },
   privileges: { type: 'string' },
+  user: { type: 'string' },
   env: { type: 'string', multiple: true },
   'api-key': { type: 'string' },
   'api-url': { type: 'string' },
@@ -69,6 +70,9 @@ export const BACKEND_HELP = `Backend options:
                            ordinary privileges, so root can install packages)   [WS_PRIVILEGES]
                            A backend that cannot enforce a limit, network or privilege setting
                            refuses to open (CAPABILITY_UNSUPPORTED) rather than run without it.
+  --user USER              who commands and file writes run as: a name or uid[:gid] (docker: a
+                           user of the image or a uid; k8s: uid[:gid] only; e2b, daytona: a name;
+                           local, bwrap and opensandbox refuse it)                     [WS_USER]
   --env KEY=VALUE          variable for every command (repeatable)
   --api-key KEY            e2b, daytona or opensandbox API key (else E2B_API_KEY, DAYTONA_API_KEY,
                            OPEN_SANDBOX_API_KEY)
@@ -104,6 +108,8 @@ export async function openWorkspace(values: FlagValues, signal: AbortSignal): Pr
     ...(settings.mcpConfig ? { defaultMcps: await readMcpConfig(settings.mcpConfig) } : {}),
     ...(settings.skills ? { skillPaths: await checkSkillPaths(settings.skills) } : {}),
     ...(settings.env ? { env: settings.env } : {}),
+    // Every backend gets it: one that cannot switch users refuses it, saying why.
+    ...(settings.user ? { user: settings.user } : {}),
   };
   const module = await loadBackend(backend);
   const temporaryDir = temporary ? await mkdtemp(join(tmpdir(), 'ws-')) : undefined;

@@ -1,6 +1,6 @@
 import type { NetworkPolicy, Privileges, SandboxPolicyOptions } from '@ws/core';
 import { isWsError } from '@ws/core';
-import { checkSandboxPolicy } from '@ws/core/backend';
+import { checkSandboxPolicy, checkWorkspaceUser } from '@ws/core/backend';
 import { UsageError } from './cli-args.js';
 
 // The flags of the sandbox policy every backend takes (`limits`, `network`, `privileges`): the
@@ -108,6 +108,20 @@ export function parseNetwork(
       `${label} takes none, full or a Docker network's name (such as bridge), not ${JSON.stringify(text)}`,
     );
   return { networkName: text };
+}
+
+/**
+ * `--user`: a user name or `uid[:gid]`, as core checks it (what each backend accepts of it, a name or
+ * a number, is the backend's error at open). @throws UsageError naming `label` otherwise.
+ */
+export function parseUser(label: string, text: string): string {
+  try {
+    checkWorkspaceUser(label, text);
+  } catch (error) {
+    if (isWsError(error) && error.code === 'INVALID_ARGUMENT') throw new UsageError(error.message);
+    throw error;
+  }
+  return text;
 }
 
 /** `hardened` or `standard`. @throws UsageError naming `label` otherwise. */

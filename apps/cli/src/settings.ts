@@ -9,6 +9,7 @@ import {
   parseLimit,
   parseNetwork,
   parsePrivileges,
+  parseUser,
 } from './policy-flags.js';
 
 /** Every backend the command knows, in the order the help lists them. */
@@ -55,6 +56,7 @@ const SETTINGS = {
   pids: { kind: 'number', env: 'WS_PIDS', check: (label, text) => parseLimit('pids', label, text) },
   disk: { kind: 'number', env: 'WS_DISK', check: (label, text) => parseLimit('disk', label, text) },
   privileges: { kind: 'string', env: 'WS_PRIVILEGES', check: parsePrivileges },
+  user: { kind: 'string', env: 'WS_USER', check: parseUser },
   env: { kind: 'pairs' },
   'api-key': { kind: 'string', backends: ['e2b', 'daytona', 'opensandbox'] },
   'api-url': { kind: 'string', backends: ['e2b', 'daytona', 'opensandbox'] },
@@ -88,6 +90,8 @@ export interface BackendSettings {
   /** `--network NAME` other than none and full: a Docker network's name (docker only). */
   readonly networkName?: string | undefined;
   readonly privileges?: Privileges | undefined;
+  /** `--user`: who commands run as (a backend that cannot switch users refuses it at open). */
+  readonly user?: string | undefined;
   readonly env?: Record<string, string> | undefined;
   readonly apiKey?: string | undefined;
   readonly apiUrl?: string | undefined;
@@ -317,6 +321,7 @@ export function resolveSettings(flags: FlagValues, env: NodeJS.ProcessEnv = proc
       limits[LIMIT_SETTINGS[name].limit] = parseLimit(name, label(name, found.rank), found.value as string);
   }
   const privileges = pick('privileges');
+  const user = pick('user');
 
   const startTimeout = text('start-timeout') ?? '5m';
   return {
@@ -335,6 +340,7 @@ export function resolveSettings(flags: FlagValues, env: NodeJS.ProcessEnv = proc
     privileges: privileges
       ? parsePrivileges(label('privileges', privileges.rank), privileges.value as string)
       : undefined,
+    user: user ? parseUser(label('user', user.rank), user.value as string) : undefined,
     env: mergeEnv(section.env ?? config?.top.env, flags.env),
     apiKey: text('api-key'),
     apiUrl: text('api-url'),

@@ -296,3 +296,18 @@ describe('policy settings: the options each backend is given', () => {
     });
   });
 });
+
+describe('--user: who commands run as', () => {
+  it('comes from --user, else WS_USER, else the config file, checked as core checks it', async () => {
+    expect(resolveSettings({ user: 'nobody' }, {}).user).toBe('nobody');
+    expect(resolveSettings({}, { WS_USER: '1000:1000' }).user).toBe('1000:1000');
+    expect(resolveSettings({ user: '0' }, { WS_USER: 'nobody' }).user).toBe('0');
+    const file = await config('user.json', { docker: { user: 'nobody' }, k8s: { user: '1000' } });
+    expect(resolveSettings({ config: file, backend: 'docker' }, {}).user).toBe('nobody');
+    expect(resolveSettings({ config: file, backend: 'k8s' }, {}).user).toBe('1000');
+    expect(resolveSettings({}, {}).user).toBeUndefined();
+    expect(usageError({ user: 'Bad User' })).toMatch(/^--user: user "Bad User" is neither a user name/);
+    expect(usageError({}, { WS_USER: '1:2:3' })).toMatch(/^WS_USER: user "1:2:3"/);
+    expect(usageError({ user: 'x'.repeat(65) })).toMatch(/1 to 64 characters/);
+  });
+});

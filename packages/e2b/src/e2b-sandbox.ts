@@ -60,11 +60,18 @@ export class E2BSandbox implements WsSandbox {
   /** Processes started by `spawn` that have not exited. */
   private readonly spawned = new Set<number>();
 
+  /** What every envd call carries: the user it acts as, when one was asked for. */
+  private readonly as: { user?: string };
+
+  /** @param user who commands and file operations run as (envd's user); default: the template's. */
   constructor(
     private readonly sandbox: Sandbox,
     readonly workdir: string,
     private readonly env: Readonly<Record<string, string>>,
-  ) {}
+    user?: string,
+  ) {
+    this.as = user === undefined ? {} : { user };
+  }
 
   /** Kills every process `spawn` started that still runs. */
   async killSpawned(): Promise<void> {
@@ -89,6 +96,10 @@ export class E2BSandbox implements WsSandbox {
     let handle: CommandHandle | undefined;
     try {
       handle = await this.sandbox.commands.run(this.commandLine(argv, cwd), {
+        ...this.as,
+        // The command line enters `cwd` itself; envd's default, the user's home, may not exist
+        // (`nobody`'s is /nonexistent) and would fail the command before it runs.
+        cwd: '/',
         background: true,
         stdin: handlers.stdin,
         envs: { ...this.env, ...options.env },
@@ -325,6 +336,7 @@ export class E2BSandbox implements WsSandbox {
     let stream: ReadableStream<Uint8Array>;
     try {
       stream = await this.sandbox.files.read(target, {
+        ...this.as,
         format: 'stream',
         ...(options.signal ? { signal: options.signal } : {}),
       });
@@ -358,7 +370,7 @@ export class E2BSandbox implements WsSandbox {
     for (let hops = 0; hops < 40; hops++) {
       let info: Awaited<ReturnType<Sandbox['files']['getInfo']>>;
       try {
-        info = await this.sandbox.files.getInfo(target);
+        info = await this.sandbox.files.getInfo(target, this.as);
       } catch (error) {
         throw translateE2BError(error, `stat ${target}`, target);
       }
@@ -390,7 +402,8 @@ export class E2BSandbox implements WsSandbox {
       // A copy of exactly these bytes: the SDK sends an ArrayBuffer, which for a view would be the
       // whole underlying buffer (a Buffer's `slice()` is a view too: for one from Node's pool, 8 KiB
       // of this process's memory).
-      async (temporary) => void (await this.sandbox.files.write(temporary, new Uint8Array(bytes).buffer)),
+      async (temporary) =>
+        void (await this.sandbox.files.write(temporary, new Uint8Array(bytes).buffer, this.as)),
       (error, target) => translateE2BError(error, `writing ${target}`, target),
     );
   }

@@ -11,7 +11,7 @@ import { type Privileges, WsError } from '@ws/core';
 import { type ResolvedNetwork, throwIfAborted, WS_LABELS } from '@ws/core/backend';
 import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
-import { networkPolicyManifest } from './pod-policy.js';
+import { networkPolicyManifest, type PodUser } from './pod-policy.js';
 import { CONTAINER_NAME, podManifest } from './pod-spec.js';
 
 /** Waiting reasons and conditions that will not pass by themselves: initialize fails at once on them. */
@@ -44,6 +44,8 @@ export interface PodSettings {
   network?: ResolvedNetwork | undefined;
   /** The container's privileges. Default: hardened. */
   privileges?: Privileges | undefined;
+  /** Who the container runs as. Default: the image's user. */
+  user?: PodUser | undefined;
   owner: string;
   /** How long to wait for the Pod to run, in milliseconds. */
   timeoutMs: number;
@@ -203,6 +205,25 @@ export class WorkspaceObjects {
   }
 
   /**
+   * Refuses (`CONFLICT`) a Pod found by name whose container runs as another user than `user` asks:
+   * a Pod's securityContext cannot change.
+   */
+  private requireUser(pod: V1Pod): void {
+    const asked = this.settings.user;
+    if (!asked) return;
+    const context = pod.spec?.containers?.[0]?.securityContext;
+    const [uid, gid] = [context?.runAsUser, context?.runAsGroup];
+    if (uid === asked.uid && (asked.gid === undefined || gid === asked.gid)) return;
+    const running = uid === undefined ? "the image's user" : gid === undefined ? `${uid}` : `${uid}:${gid}`;
+    const wanted = asked.gid === undefined ? `${asked.uid}` : `${asked.uid}:${asked.gid}`;
+    throw new WsError(
+      'CONFLICT',
+      `The Pod ${this.name} runs as ${running}, not ${wanted}, and a Pod's user cannot change; open it with the same user, or close it first`,
+      { details: { pod: this.name, user: running, wantedUser: wanted } },
+    );
+  }
+
+  /**
    * The Pod, running: a running or pending one is reused; one being deleted is waited out and one
    * that ended is deleted, then a new one is created. Fails fast on an image that cannot be pulled,
    * a Pod that cannot be scheduled or a container that cannot start, deleting the Pod it created.
@@ -219,6 +240,7 @@ export class WorkspaceObjects {
       if (found) {
         const phase = found.status?.phase;
         if (phase === 'Running' || phase === 'Pending') {
+          this.requireUser(found);
           await this.waitRunning(false, signal);
           return { created: false };
         }

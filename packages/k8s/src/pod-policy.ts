@@ -3,6 +3,7 @@ import type { V1NetworkPolicy, V1ObjectMeta, V1ResourceRequirements } from '@kub
 import { type Privileges, WsError } from '@ws/core';
 import {
   checkSandboxPolicy,
+  checkWorkspaceUser,
   type PolicySupport,
   type ResolvedNetwork,
   refuseUnsupportedPolicy,
@@ -34,12 +35,20 @@ export interface PodPolicy {
   readonly network: ResolvedNetwork | undefined;
   /** The container's privileges. */
   readonly privileges: Privileges;
+  /** Who the container runs as (`user`); undefined: the image's user. */
+  readonly user: PodUser | undefined;
+}
+
+/** A Pod's user: `runAsUser`, and `runAsGroup` when given. */
+export interface PodUser {
+  readonly uid: number;
+  readonly gid?: number | undefined;
 }
 
 /**
- * Checks `limits`, `network` and `privileges` and maps them onto the Pod (no I/O).
- * @throws WsError `INVALID_ARGUMENT` for a malformed value, or a limit given both in `limits` and in
- *   `resources.limits`; `CAPABILITY_UNSUPPORTED` for `limits.pids` and host names in an allow list.
+ * Checks `limits`, `network`, `privileges` and `user` and maps them onto the Pod (no I/O).
+ * @throws WsError `INVALID_ARGUMENT` for a malformed value, a user name (the API takes numeric ids
+ *   only), or a limit given both in `limits` and in `resources.limits`; `CAPABILITY_UNSUPPORTED` for `limits.pids` and host names in an allow list.
  */
 export function resolvePodPolicy(
   className: string,
@@ -47,9 +56,17 @@ export function resolvePodPolicy(
     limits?: unknown;
     network?: unknown;
     privileges?: unknown;
+    user?: unknown;
     resources?: V1ResourceRequirements | undefined;
   },
 ): PodPolicy {
+  const user = checkWorkspaceUser(className, options.user);
+  if (user && 'name' in user)
+    throw new WsError(
+      'INVALID_ARGUMENT',
+      `${className}: user ${JSON.stringify(user.text)} is a name, but Kubernetes needs a numeric id (securityContext.runAsUser): give "uid" or "uid:gid"`,
+      { details: { option: 'user' } },
+    );
   const policy = checkSandboxPolicy(className, options as Parameters<typeof checkSandboxPolicy>[1]);
   refuseUnsupportedPolicy('Kubernetes', policy, K8S_POLICY_SUPPORT, K8S_POLICY_WHY);
   const native = options.resources;
@@ -69,7 +86,12 @@ export function resolvePodPolicy(
   // Only limits: the API defaults a request left out to its limit (a Guaranteed Pod when both are set).
   const resources =
     Object.keys(limits).length === 0 ? native : { ...native, limits: { ...native?.limits, ...limits } };
-  return { resources, network: policy.network, privileges: policy.privileges ?? 'hardened' };
+  return {
+    resources,
+    network: policy.network,
+    privileges: policy.privileges ?? 'hardened',
+    user: user && 'uid' in user ? { uid: user.uid, gid: user.gid } : undefined,
+  };
 }
 
 /** Whether the container has a memory limit (its cgroup then counts what the limit killed). */
@@ -77,11 +99,28 @@ export function hasMemoryLimit(resources: V1ResourceRequirements | undefined): b
   return resources?.limits?.memory !== undefined;
 }
 
-/** The container's `securityContext`: hardened, or none (the runtime's default capabilities). */
-export function securityContextOf(privileges: Privileges) {
-  return privileges === 'hardened'
-    ? { securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }
-    : {};
+/**
+ * The container's `securityContext`: hardened or not (the runtime's default capabilities), and the
+ * user it runs as.
+ */
+export function securityContextOf(privileges: Privileges, user?: PodUser) {
+  const context = {
+    ...(privileges === 'hardened'
+      ? { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } }
+      : {}),
+    ...(user ? { runAsUser: user.uid } : {}),
+    ...(user?.gid !== undefined ? { runAsGroup: user.gid } : {}),
+  };
+  return Object.keys(context).length > 0 ? { securityContext: context } : {};
+}
+
+/**
+ * The Pod's `securityContext` for a user: `fsGroup` (the gid, else the uid as a group id) makes the
+ * kubelet give the workspace volume to that group, writable, so the user can write the workdir (a new
+ * volume is root's otherwise).
+ */
+export function podSecurityContextOf(user: PodUser | undefined) {
+  return user ? { securityContext: { fsGroup: user.gid ?? user.uid } } : {};
 }
 
 /** `10.0.0.1` → `10.0.0.1/32`: an ipBlock takes CIDR blocks only. */

@@ -3,7 +3,7 @@ import type { V1ObjectMeta, V1Pod } from '@kubernetes/client-node';
 import { layoutPaths, shellQuote } from '@ws/core/backend';
 import type { PodSettings } from './k8s-objects.js';
 import { POD_WORKDIR } from './k8s-sandbox.js';
-import { securityContextOf } from './pod-policy.js';
+import { podSecurityContextOf, securityContextOf } from './pod-policy.js';
 
 /** The container of a workspace's Pod. */
 export const CONTAINER_NAME = 'workspace';
@@ -37,6 +37,7 @@ export function podManifest(metadata: V1ObjectMeta, claimName: string, settings:
       terminationGracePeriodSeconds: 5,
       // The agent runs in this Pod: no API token in it unless a service account is asked for.
       automountServiceAccountToken: settings.serviceAccount !== undefined,
+      ...podSecurityContextOf(settings.user),
       ...(settings.serviceAccount ? { serviceAccountName: settings.serviceAccount } : {}),
       ...(settings.nodeSelector ? { nodeSelector: { ...settings.nodeSelector } } : {}),
       ...(settings.tolerations ? { tolerations: [...settings.tolerations] } : {}),
@@ -53,7 +54,7 @@ export function podManifest(metadata: V1ObjectMeta, claimName: string, settings:
           env: Object.entries(settings.env ?? {}).map(([name, value]) => ({ name, value })),
           ...(settings.resources ? { resources: settings.resources } : {}),
           volumeMounts: [{ name: VOLUME_NAME, mountPath: POD_WORKDIR }],
-          ...securityContextOf(settings.privileges ?? 'hardened'),
+          ...securityContextOf(settings.privileges ?? 'hardened', settings.user),
         },
       ],
       volumes: [{ name: VOLUME_NAME, persistentVolumeClaim: { claimName } }],

@@ -88,6 +88,39 @@ describe('K8s sandbox policy: the Pod', () => {
   });
 });
 
+describe('K8s user: the Pod', () => {
+  const podOf = (user: string) => {
+    const resolved = resolvePodPolicy('K8sWorkspace', { user });
+    return podManifest({ name: 'ws-a' }, 'ws-a', { ...base, ...resolved });
+  };
+
+  it('maps uid:gid onto runAsUser, runAsGroup and the Pod fsGroup, beside the hardened context', () => {
+    const pod = podOf('1000:2000');
+    expect(pod.spec?.securityContext).toEqual({ fsGroup: 2000 });
+    expect(pod.spec?.containers[0]?.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      runAsUser: 1000,
+      runAsGroup: 2000,
+    });
+    const alone = podOf('65534');
+    expect(alone.spec?.securityContext).toEqual({ fsGroup: 65534 });
+    expect(alone.spec?.containers[0]?.securityContext?.runAsUser).toBe(65534);
+    expect(alone.spec?.containers[0]?.securityContext?.runAsGroup).toBeUndefined();
+    // No user: no Pod securityContext at all.
+    const none = podManifest({ name: 'ws-a' }, 'ws-a', { ...base, ...resolvePodPolicy('K8sWorkspace', {}) });
+    expect(none.spec?.securityContext).toBeUndefined();
+  });
+
+  it('refuses a name (the API takes numbers) and a malformed user with INVALID_ARGUMENT', () => {
+    const named = thrown(() => new K8sWorkspace({ user: 'nobody' }));
+    expect(named.code).toBe('INVALID_ARGUMENT');
+    expect(named.message).toMatch(/Kubernetes needs a numeric id/);
+    for (const user of ['1:2:3', '', 'A', '1000\n'])
+      expect(thrown(() => new K8sWorkspace({ user })).code, JSON.stringify(user)).toBe('INVALID_ARGUMENT');
+  });
+});
+
 describe('K8s sandbox policy: the NetworkPolicy', () => {
   const metadata = { name: 'ws-a', namespace: 'default', labels: { [MANAGED_BY_LABEL]: MANAGED_BY } };
   const selector = { matchLabels: { [MANAGED_BY_LABEL]: MANAGED_BY, 'ws.workspace.key': workspaceKey('a') } };

@@ -82,6 +82,14 @@ const OPENSANDBOX_KEYS: OptionKeys<OpenSandboxWorkspaceOptions> = {
   ...POLICY_KEYS,
 };
 
+/**
+ * Why `user` is refused: execd takes a uid per command, but its file API is not held to hand what it
+ * writes to that uid here (the emulator's sandboxes cannot change owners), so files would be root's.
+ */
+const USER_HINT = {
+  user: "OpenSandbox runs commands as the image's user; build the image with USER <name> (or USER uid:gid)",
+};
+
 function invalid(message: string, details: Record<string, unknown>): WsError {
   return new WsError('INVALID_ARGUMENT', message, { details });
 }
@@ -95,11 +103,12 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
 export class OpenSandboxWorkspace extends WorkspaceEngine<OpenSandboxProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key or an unsafe workspace id;
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option (`user`: commands run as the image's
+   *   user), a bad time limit, a `ws.` metadata key or an unsafe workspace id;
    *   `CAPABILITY_UNSUPPORTED` for `limits.pids`, `limits.diskMiB` or `privileges`.
    */
   constructor(options: OpenSandboxWorkspaceOptions = {}) {
-    const { common, own } = splitOptions('OpenSandboxWorkspace', options, OPENSANDBOX_KEYS);
+    const { common, own } = splitOptions('OpenSandboxWorkspace', options, OPENSANDBOX_KEYS, USER_HINT);
     const timeoutMs = own.timeoutMs === undefined ? DEFAULT_OPENSANDBOX_TIMEOUT_MS : own.timeoutMs;
     if (timeoutMs !== null && (!Number.isInteger(timeoutMs) || timeoutMs < 10_000))
       throw invalid(`timeoutMs must be null or a whole number of at least 10 000, not ${timeoutMs}`, {

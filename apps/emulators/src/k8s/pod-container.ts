@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import { withNetwork } from '../docker/network.js';
+import { tarEntries } from '../docker/tar-entries.js';
 import { isRecord } from '../http/http-util.js';
 import { invalid } from './status.js';
 
@@ -217,4 +218,28 @@ export function containerOptions(input: {
     input.network ?? true,
     input.offline ?? false,
   );
+}
+
+/**
+ * What the kubelet does with a Pod's `fsGroup` before the container starts: each writable volume's
+ * root goes to that group, group-writable and setgid (so what is made in it keeps the group). Done
+ * through the archive API, which the engine applies as root. (The kubelet also changes what the
+ * volume already holds; the emulator gives the root only.)
+ */
+export async function giveVolumesToFsGroup(
+  created: Docker.Container,
+  spec: Record<string, unknown>,
+  container: Record<string, unknown>,
+): Promise<void> {
+  const context = isRecord(spec.securityContext) ? spec.securityContext : {};
+  const group = context.fsGroup;
+  if (typeof group !== 'number') return;
+  for (const mount of podMounts('', spec, container)) {
+    if (mount.readOnly) continue;
+    const name = mount.mountPath.replace(/^\/+/, '');
+    if (name === '') continue;
+    await created.putArchive(tarEntries([{ name, type: 'directory', mode: 0o2775, uid: 0, gid: group }]), {
+      path: '/',
+    });
+  }
 }

@@ -13,7 +13,14 @@ import {
   Versioned,
 } from './labels.js';
 import type { EgressVerdict } from './network-policies.js';
-import { checkPodSpec, claimsOf, containerOptions, NODE_NAME, podMounts } from './pod-container.js';
+import {
+  checkPodSpec,
+  claimsOf,
+  containerOptions,
+  giveVolumesToFsGroup,
+  NODE_NAME,
+  podMounts,
+} from './pod-container.js';
 import type { PvcStore } from './pvcs.js';
 import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
 
@@ -177,6 +184,7 @@ export class PodStore {
         }),
       );
       record.container = created;
+      await giveVolumesToFsGroup(created, record.spec, container);
       await created.start();
       record.waiting = undefined;
       this.options.log(`k8s: pod ${namespace}/${name} running in container ${created.id.slice(0, 12)}`);
