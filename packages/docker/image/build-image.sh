@@ -6,7 +6,8 @@
 # and `DockerWorkspace.ensureImage()`; the repository's docker/build-image.sh runs it too.
 #
 # node: the host's own node binary (NODE_BIN, default `command -v node`) when it is version 18 or
-# newer — it starts the gateway more than twice as fast as Debian's node 18 — else Debian's nodejs.
+# newer — it starts the gateway more than twice as fast as Debian's node 18 — else Debian's nodejs
+# (18 on bookworm); NODE_FROM=debian takes Debian's nodejs whatever the host has.
 #
 #   build-image.sh [TAG]        (default TAG: ws-workspace:bookworm)
 #   MIRROR=http://deb.debian.org/debian build-image.sh
@@ -19,7 +20,7 @@ set -euo pipefail
 TAG=${1:-ws-workspace:bookworm}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 PACKAGES=ripgrep,tar,bash,coreutils,findutils,grep,procps,ca-certificates,util-linux,libstdc++6
-NODE_BIN=${NODE_BIN:-$(command -v node || true)}
+if [ "${NODE_FROM:-}" = debian ]; then NODE_BIN=""; else NODE_BIN=${NODE_BIN:-$(command -v node || true)}; fi
 node_version=""
 if [ -n "$NODE_BIN" ]; then
   node_version=$("$NODE_BIN" --version 2>/dev/null || true)

@@ -32,6 +32,22 @@ export interface BuildDockerImageOptions {
   from?: DockerImageSource;
   /** The Debian mirror URL. Default: `http://deb.debian.org/debian` (for `dockerfile`: the base image's own). */
   mirror?: string;
+  /**
+   * The image the Dockerfile starts `FROM` (AgentScope's `base_image`): a Debian or Ubuntu image,
+   * with node 18 or newer for the gateway; apt adds ripgrep, tar, bash and procps when it lacks them.
+   * Implies `from: 'dockerfile'` (with `from: 'debian'` it is refused: debootstrap makes its own root
+   * filesystem). Default: `node:<nodeVersion>-bookworm-slim`.
+   */
+  base?: string;
+  /**
+   * The node the image gets (AgentScope's `node_version`): a major (`'20'`) or major.minor. From the
+   * Dockerfile: the default base becomes `node:<nodeVersion>-bookworm-slim`, and a given `base` must
+   * have that node (the build fails otherwise). From debian (no registry): this host's node when it is
+   * that version, else Debian bookworm's nodejs when that is 18; anything else is refused with
+   * `INVALID_ARGUMENT` naming what the debian build can provide. Default: the base's node (dockerfile,
+   * node 20), this host's node (debian).
+   */
+  nodeVersion?: string;
   /** Rebuild even when an image with the same fingerprint exists. */
   force?: boolean;
   /** Called with each progress line (`[12s] …`: elapsed seconds, then the step), as the build goes. */
@@ -61,8 +77,12 @@ export interface DockerImageResult {
 export interface EnsureDockerImageOptions {
   /** The image to make sure of. Default: {@link DEFAULT_DOCKER_IMAGE}. */
   image?: string;
-  /** Where to build it from when it is missing. Default: `debian` (no registry). */
+  /** Where to build it from when it is missing. Default: `debian` (no registry), `dockerfile` with `base`. */
   from?: DockerImageSource;
+  /** The Dockerfile's base image, when it builds (see {@link BuildDockerImageOptions.base}). */
+  base?: string;
+  /** The node the image gets, when it builds (see {@link BuildDockerImageOptions.nodeVersion}). */
+  nodeVersion?: string;
   /** Called with each progress line of a build (never when the image is already there). */
   onProgress?: (line: string) => void;
   /** Stops a build; the call then throws `ABORTED`. */
@@ -71,7 +91,7 @@ export interface EnsureDockerImageOptions {
   client?: Docker | Docker.DockerOptions;
 }
 
-const ENSURE_KEYS = new Set(['image', 'from', 'onProgress', 'signal', 'client']);
+const ENSURE_KEYS = new Set(['image', 'from', 'base', 'nodeVersion', 'onProgress', 'signal', 'client']);
 const FINGERPRINT_LABEL = 'ws.image.fingerprint';
 const HEARTBEAT_MS = 10_000;
 
@@ -97,9 +117,27 @@ export function missingImageHint(image: string): string {
  */
 export async function buildDockerImage(options: BuildDockerImageOptions = {}): Promise<DockerImageResult> {
   const tag = options.tag ?? DEFAULT_DOCKER_IMAGE;
-  const from = options.from ?? 'debian';
+  const from = options.from ?? (options.base !== undefined ? 'dockerfile' : 'debian');
   checkTag(tag);
   checkSource(from);
+  checkNodeVersion(options.nodeVersion);
+  if (options.base !== undefined) {
+    if (typeof options.base !== 'string' || !/^[A-Za-z0-9][\w.:/@-]*$/.test(options.base))
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `base must be an image reference, not ${JSON.stringify(options.base)}`,
+        {
+          details: { option: 'base' },
+        },
+      );
+    if (from === 'debian')
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `base applies to the Dockerfile build (from: 'dockerfile'); the debian build makes its own root filesystem with debootstrap`,
+        { details: { option: 'base' } },
+      );
+  }
+  const nodeBinary = from === 'debian' ? debianNode(options.nodeVersion) : undefined;
   if (options.mirror !== undefined && !/^[a-z][a-z0-9+.-]*:[^\s|'"\\]+$/i.test(options.mirror))
     throw new WsError('INVALID_ARGUMENT', `mirror must be a URL, not ${JSON.stringify(options.mirror)}`);
   throwIfAborted(options.signal);
@@ -110,7 +148,7 @@ export async function buildDockerImage(options: BuildDockerImageOptions = {}): P
   const progress = new Progress(started, options.onProgress);
   try {
     if (from === 'dockerfile') await buildFromDockerfile(docker, tag, options, progress);
-    else await buildFromDebian(join(DOCKER_IMAGE_DIR, 'build-image.sh'), tag, options, progress);
+    else await buildFromDebian(join(DOCKER_IMAGE_DIR, 'build-image.sh'), tag, options, progress, nodeBinary);
   } finally {
     progress.stop();
   }
@@ -153,6 +191,8 @@ export async function ensureDockerImage(options: EnsureDockerImageOptions = {}):
     tag: image,
     client: docker,
     ...(options.from !== undefined ? { from: options.from } : {}),
+    ...(options.base !== undefined ? { base: options.base } : {}),
+    ...(options.nodeVersion !== undefined ? { nodeVersion: options.nodeVersion } : {}),
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   });
@@ -200,7 +240,9 @@ async function buildFromDockerfile(
 ): Promise<void> {
   const file = join(DOCKER_IMAGE_DIR, 'Dockerfile');
   const fingerprint = createHash('sha256')
-    .update(`${readFileSync(file, 'utf8')}\n${options.mirror ?? ''}`)
+    .update(
+      `${readFileSync(file, 'utf8')}\n${options.mirror ?? ''}\n${baseOf(options)}\n${options.nodeVersion ?? ''}`,
+    )
     .digest('hex')
     .slice(0, 16);
   const bare = `${tag}-bare`;
@@ -217,7 +259,7 @@ async function buildFromDockerfile(
     return;
   }
   const started = Date.now();
-  progress.line(`building ${tag} with docker build (${file})`);
+  progress.line(`building ${tag} with docker build (${file}, FROM ${baseOf(options)})`);
   await build('workspace', tag);
   const size = (await inspectImage(docker, tag))?.Size ?? 0;
   progress.line(`${tag} built in ${Math.round((Date.now() - started) / 1000)} s (${megabytes(size)})`);
@@ -235,12 +277,17 @@ async function dockerBuild(
     progress: Progress;
   },
 ): Promise<void> {
-  const { signal, mirror, force } = build.options;
+  const { signal, mirror, force, nodeVersion } = build.options;
+  const base = baseOf(build.options);
+  // What the Dockerfile's own checks say (a line of theirs), which explains a failure best.
+  let stated: string | undefined;
   const fail = (reason: string, cause?: unknown) =>
     new WsError(
       'BACKEND_ERROR',
-      `docker build of ${build.name} failed: ${firstLine(reason)} (the Dockerfile needs a registry for node:20-bookworm-slim; --from debian needs none)`,
-      { cause, details: { image: build.name, from: 'dockerfile' } },
+      stated !== undefined
+        ? `docker build of ${build.name} failed: ${stated}`
+        : `docker build of ${build.name} failed: ${firstLine(reason)} (the Dockerfile needs ${base} from a registry or the engine; --from debian needs none)`,
+      { cause, details: { image: build.name, from: 'dockerfile', base } },
     );
   let stream: NodeJS.ReadableStream;
   try {
@@ -249,7 +296,12 @@ async function dockerBuild(
       {
         t: build.name,
         target: build.target,
-        buildargs: { WS_FINGERPRINT: build.fingerprint, ...(mirror !== undefined ? { MIRROR: mirror } : {}) },
+        buildargs: {
+          WS_FINGERPRINT: build.fingerprint,
+          BASE: base,
+          ...(nodeVersion !== undefined ? { NODE_VERSION: nodeVersion } : {}),
+          ...(mirror !== undefined ? { MIRROR: mirror } : {}),
+        },
         rm: true,
         forcerm: true,
         ...(force ? { nocache: true } : {}),
@@ -284,6 +336,8 @@ async function dockerBuild(
         }
         if (event.error) failure ??= event.error;
         const text = (event.stream ?? '').trim();
+        for (const said of text.split('\n'))
+          if (said.startsWith('ws-docker-image: ')) stated = said.slice('ws-docker-image: '.length);
         if (/^Step \d+\/\d+ : /.test(text)) build.progress.line(truncate(text));
         const status = event.status ?? '';
         if (/^(Pulling from|Digest:|Status:)/.test(status)) build.progress.line(truncate(status), true);
@@ -296,6 +350,41 @@ async function dockerBuild(
 function checkTag(tag: unknown): asserts tag is string {
   if (typeof tag !== 'string' || !/^[A-Za-z0-9][\w.:/@-]*$/.test(tag))
     throw new WsError('INVALID_ARGUMENT', `Not an image tag: ${JSON.stringify(tag)}`);
+}
+
+/** The Dockerfile's base: `base`, else the Node image of `nodeVersion` (default 20). */
+function baseOf(options: BuildDockerImageOptions): string {
+  return options.base ?? `node:${options.nodeVersion ?? '20'}-bookworm-slim`;
+}
+
+function checkNodeVersion(version: unknown): void {
+  if (version !== undefined && (typeof version !== 'string' || !/^\d{1,3}(\.\d{1,3})?$/.test(version)))
+    throw new WsError(
+      'INVALID_ARGUMENT',
+      `nodeVersion takes a node major such as '20' (or major.minor), not ${JSON.stringify(version)}`,
+      { details: { option: 'nodeVersion' } },
+    );
+}
+
+/** What Debian bookworm's nodejs package is. */
+const DEBIAN_NODE = '18.19.0';
+
+/**
+ * The node the debian build copies in for `nodeVersion`: this host's (`process.execPath`) when it is
+ * that version, `debian` for bookworm's nodejs package when that is; undefined: the build's default.
+ * @throws WsError `INVALID_ARGUMENT` naming the versions the debian build can provide.
+ */
+export function debianNode(version: string | undefined): string | undefined {
+  if (version === undefined) return undefined;
+  const host = process.version.replace(/^v/, '');
+  const matches = (found: string) => `${found}.`.startsWith(`${version}.`);
+  if (matches(host) && Number(host.split('.')[0]) >= 18) return process.execPath;
+  if (matches(DEBIAN_NODE)) return 'debian';
+  throw new WsError(
+    'INVALID_ARGUMENT',
+    `The debian build has no registry: it can provide node ${host} (this host's, copied in) or ${DEBIAN_NODE} (Debian bookworm's nodejs), not ${version}; run this with node ${version}, or build from the Dockerfile (from: 'dockerfile', ws-docker-image --from dockerfile --node ${version})`,
+    { details: { option: 'nodeVersion', nodeVersion: version, host, debian: DEBIAN_NODE } },
+  );
 }
 
 function checkSource(from: unknown): void {

@@ -4,7 +4,8 @@
 import { parseArgs } from 'node:util';
 import { buildDockerImage, DEFAULT_DOCKER_IMAGE, type DockerImageSource, megabytes } from './image-build.js';
 
-const USAGE = `Usage: ws-docker-image [--tag TAG] [--from debian|dockerfile] [--mirror URL] [--force] [--help]
+const USAGE = `Usage: ws-docker-image [--tag TAG] [--from debian|dockerfile] [--base IMAGE] [--node VERSION]
+                       [--mirror URL] [--force] [--help]
 
 Builds the Docker image of @ws/docker workspaces, and TAG-bare (the same without node and ripgrep),
 unless an image with the same fingerprint is already there.
@@ -14,7 +15,13 @@ unless an image with the same fingerprint is already there.
                        copied from this host; needs root, debootstrap (apt-get install debootstrap)
                        and the docker CLI
   --from dockerfile    docker build of the shipped Dockerfile (FROM node:20-bookworm-slim): needs a
-                       registry
+                       registry, or the base image in the engine
+  --base IMAGE         the Dockerfile's base image (a Debian or Ubuntu image with node 18 or newer;
+                       apt adds what it lacks of ripgrep, tar, bash, procps); implies --from dockerfile
+  --node VERSION       the node major the image gets (20, or 20.11): from the Dockerfile, the base
+                       node:VERSION-bookworm-slim, or a --base that must have it; from debian, this
+                       host's node when it is VERSION, else Debian's nodejs when VERSION is 18
+                       (anything else is refused, naming what it can provide)
   --mirror URL         the Debian mirror (default: http://deb.debian.org/debian)
   --force              rebuild even when the image is up to date
   -h, --help           show this help
@@ -37,13 +44,23 @@ function usageError(error: unknown): string {
 }
 
 async function main(args: string[]): Promise<number> {
-  let values: { tag?: string; from?: string; mirror?: string; force?: boolean; help?: boolean };
+  let values: {
+    tag?: string;
+    from?: string;
+    base?: string;
+    node?: string;
+    mirror?: string;
+    force?: boolean;
+    help?: boolean;
+  };
   try {
     ({ values } = parseArgs({
       args,
       options: {
         tag: { type: 'string' },
         from: { type: 'string' },
+        base: { type: 'string' },
+        node: { type: 'string' },
         mirror: { type: 'string' },
         force: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
@@ -58,7 +75,7 @@ async function main(args: string[]): Promise<number> {
     process.stdout.write(`${USAGE}\n`);
     return 0;
   }
-  const from = values.from ?? 'debian';
+  const from = values.from ?? (values.base !== undefined ? 'dockerfile' : 'debian');
   if (!SOURCES.includes(from)) return fail(`--from takes debian or dockerfile, not ${JSON.stringify(from)}`);
   const controller = new AbortController();
   const stop = () => controller.abort();
@@ -72,6 +89,8 @@ async function main(args: string[]): Promise<number> {
       onProgress: (line) => process.stderr.write(`${line}\n`),
       ...(values.tag !== undefined ? { tag: values.tag } : {}),
       ...(values.mirror !== undefined ? { mirror: values.mirror } : {}),
+      ...(values.base !== undefined ? { base: values.base } : {}),
+      ...(values.node !== undefined ? { nodeVersion: values.node } : {}),
     });
     const state = result.built ? `built in ${result.seconds} s` : 'is up to date';
     process.stdout.write(`${result.image} ${state} (${megabytes(result.sizeBytes)})\n`);

@@ -16,6 +16,8 @@ export async function buildFromDebian(
   tag: string,
   options: BuildDockerImageOptions,
   progress: Progress,
+  /** The node to copy in (a host binary), `debian` for bookworm's nodejs; undefined: the script's choice. */
+  node?: string,
 ): Promise<void> {
   if (!onPath('docker'))
     throw new WsError(
@@ -26,6 +28,8 @@ export async function buildFromDebian(
   progress.line(`from debian: ${script} ${tag}`);
   const env: NodeJS.ProcessEnv = { ...process.env, FORCE: options.force ? '1' : '' };
   if (options.mirror !== undefined) env.MIRROR = options.mirror;
+  if (node === 'debian') env.NODE_FROM = 'debian';
+  else if (node !== undefined) env.NODE_BIN = node;
   // Its own process group, so that an abort stops debootstrap and docker too, not only bash.
   const child = spawn('bash', [script, tag], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const errors: string[] = [];

@@ -168,3 +168,8 @@ export async function firstTarEntry(source: AsyncIterable<Uint8Array>): Promise<
     return { type: kind, size, content };
   }
 }
+
+/** A tar archive of one folder entry (`name`, relative), with its mode and owner: extracting it over an existing folder sets both. */
+export function tarFolder(name: string, mode: number, owner: TarOwner): Uint8Array {
+  return Buffer.concat([...entryHeaders(`${name}/`, 0, '5', mode, owner), new Uint8Array(1024)]);
+}

@@ -6,7 +6,7 @@ import { requireEngine } from '@ws/contract-tests';
 import { generateId, isWsError } from '@ws/core';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
-import { missingImageHint } from '../src/image-build.js';
+import { buildDockerImage, debianNode, missingImageHint } from '../src/image-build.js';
 import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
@@ -104,6 +104,81 @@ describe.skipIf(problem !== undefined)('docker image', () => {
     );
     expect(isWsError(source, 'INVALID_ARGUMENT'), String(source)).toBe(true);
   });
+
+  it('refuses a base on the debian build, a malformed node version, and a node the debian build cannot provide', async () => {
+    const refused = (options: Parameters<typeof buildDockerImage>[0]) =>
+      buildDockerImage({ client: docker, tag: 'ws-test-never:x', ...options }).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    const base = await refused({ from: 'debian', base: 'ws-workspace:bookworm' });
+    expect(isWsError(base, 'INVALID_ARGUMENT'), String(base)).toBe(true);
+    expect((base as Error).message).toMatch(/debootstrap/);
+    for (const nodeVersion of ['v20', '20.1.2', 'latest', ''])
+      expect(isWsError(await refused({ nodeVersion }), 'INVALID_ARGUMENT'), nodeVersion).toBe(true);
+    // Neither this host's node nor Debian bookworm's (18): the debian build names what it can provide.
+    const host = process.version.replace(/^v/, '');
+    const other = String(Number(host.split('.')[0]) === 99 ? 98 : 99);
+    const node = await refused({ from: 'debian', nodeVersion: other });
+    expect(isWsError(node, 'INVALID_ARGUMENT'), String(node)).toBe(true);
+    expect((node as Error).message).toContain(`node ${host} (this host's`);
+    expect((node as Error).message).toContain("18.19.0 (Debian bookworm's nodejs)");
+    expect(debianNode(host.split('.')[0])).toBe(process.execPath);
+    expect(debianNode('18')).toBe(Number(host.split('.')[0]) === 18 ? process.execPath : 'debian');
+  });
+
+  // Offline: the base is in the engine and has every tool, so apt-get does not run.
+  it('--base builds FROM a local image; --node is checked against the base', async () => {
+    needsBin();
+    const tag = `ws-test-base-${generateId().slice(0, 8).toLowerCase()}:x`;
+    const hostMajor = process.version.replace(/^v/, '').split('.')[0]!;
+    const nodeOfImage = async (name: string) => {
+      const container = await docker.createContainer({
+        Image: name,
+        Cmd: ['sh', '-c', 'node --version 2>/dev/null || echo none'],
+      });
+      try {
+        const stream = await container.attach({ stream: true, stdout: true, stderr: true });
+        const chunks: Buffer[] = [];
+        stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+        await container.start();
+        await container.wait();
+        return chunks
+          .map((chunk) => chunk.subarray(8).toString())
+          .join('')
+          .trim();
+      } finally {
+        await container.remove({ force: true });
+      }
+    };
+    try {
+      const built = await run(['--tag', tag, '--base', image, '--node', hostMajor]);
+      expect(built.code, built.stderr).toBe(0);
+      expect(built.stderr).toContain(`FROM ${image}`);
+      const info = await docker.getImage(tag).inspect();
+      expect(info.Config.Labels?.['ws.image.fingerprint']).toMatch(/^[0-9a-f]{16}$/);
+      expect(await nodeOfImage(tag)).toMatch(new RegExp(`^v${hostMajor}\\.`));
+      expect(await nodeOfImage(`${tag.replace(/:x$/, ':x-bare')}`)).toBe('none');
+      // The same options again: up to date, nothing built.
+      const again = await run(['--tag', tag, '--base', image, '--node', hostMajor]);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toContain('is up to date');
+      // A node the base does not have: the build fails, saying which it has.
+      const wrong = await run(['--tag', tag, '--base', image, '--node', '17', '--force']);
+      expect(wrong.code).toBe(1);
+      expect(wrong.stderr.trimEnd().split('\n').at(-1)).toMatch(
+        new RegExp(
+          `^ws-docker-image: docker build of .* failed: the base image has node v${hostMajor}\\.\\S+, not 17: `,
+        ),
+      );
+    } finally {
+      for (const name of [tag, tag.replace(/:x$/, ':x-bare')])
+        await docker
+          .getImage(name)
+          .remove({ force: true })
+          .catch(() => {});
+    }
+  }, 180_000);
 
   it('the missing-image error of opening a workspace names npx ws-docker-image', async () => {
     const absent = `ws-test-absent-${generateId().slice(0, 8).toLowerCase()}:none`;
