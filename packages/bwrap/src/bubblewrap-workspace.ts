@@ -1,5 +1,11 @@
-import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
-import { type OptionKeys, POLICY_KEYS, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import { type CommonWorkspaceOptions, type SandboxPolicyOptions, WsError } from '@ws/core';
+import {
+  noUserSwitchHint,
+  type OptionKeys,
+  POLICY_KEYS,
+  splitOptions,
+  WorkspaceEngine,
+} from '@ws/core/backend';
 import { bwrapPolicy } from './bwrap-policy.js';
 import { BwrapProvider } from './bwrap-provider.js';
 
@@ -74,13 +80,26 @@ const BWRAP_KEYS: OptionKeys<BubblewrapWorkspaceOptions> = {
 export class BubblewrapWorkspace extends WorkspaceEngine<BwrapProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option, an unsafe workspace id, a malformed
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option (`user`: commands run as the host
+   * process's user), an unsafe workspace id, a malformed
    * limit, network or privileges, or `shareNet` and `network` that disagree; `CAPABILITY_UNSUPPORTED`
-   * for a disk limit, a network allow list, or `standard` privileges when the host process is not root
-   * (limits the host's cgroups cannot enforce are refused at `initialize()`, before anything is made).
+   * for a disk limit, a network allow list, `standard` privileges when the host process is not root,
+   * or `packages` (the sandbox's system is the host's, read-only) (limits the host's cgroups cannot
+   * enforce are refused at `initialize()`, before anything is made).
    */
   constructor(options: BubblewrapWorkspaceOptions = {}) {
-    const { common, own } = splitOptions('BubblewrapWorkspace', options, BWRAP_KEYS);
+    const { common, own } = splitOptions(
+      'BubblewrapWorkspace',
+      options,
+      BWRAP_KEYS,
+      noUserSwitchHint("the host process's user, mapped into the sandbox's user namespace"),
+    );
+    if (common.packages !== undefined)
+      throw new WsError(
+        'CAPABILITY_UNSUPPORTED',
+        "BubblewrapWorkspace cannot install packages: the sandbox's system is the host's, bound read-only; install them on the host, or use @ws/docker",
+        { details: { backend: 'bwrap', option: 'packages' } },
+      );
     const policy = bwrapPolicy(own);
     super({ ...common, provider: new BwrapProvider(own, policy) });
   }

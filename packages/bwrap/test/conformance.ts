@@ -78,6 +78,8 @@ export async function registerBubblewrapConformance(setup: BubblewrapSetup): Pro
   await registerConformanceSuite({
     name: bare ? 'bwrap (no gateway)' : 'bwrap',
     skipReason,
+    // The host process's user, mapped into the sandbox: `user` is refused.
+    user: 'refused',
     // The default process limit once (it forks two thousand processes).
     policy: { ...policy, defaultPids: policy.defaultPids && !bare },
     leftovers: (workspaceId) => leftovers(options(workspaceId).hostWorkdir!, workspaceId)(),

@@ -8,6 +8,7 @@ import { lifecycleArea } from './areas/lifecycle.js';
 import { lifecycleLeftoversArea } from './areas/lifecycle-leftovers.js';
 import { mcpArea } from './areas/mcp.js';
 import { offloadArea } from './areas/offload.js';
+import { packagesArea } from './areas/packages.js';
 import { policyArea } from './areas/policy.js';
 import { securityBoundaryArea } from './areas/security-boundary.js';
 import { securityIntegrityArea } from './areas/security-integrity.js';
@@ -16,8 +17,10 @@ import { spawnArea } from './areas/spawn.js';
 import { toolsBashArea } from './areas/tools-bash.js';
 import { toolsFilesArea } from './areas/tools-files.js';
 import { toolsSearchArea } from './areas/tools-search.js';
+import { userArea } from './areas/user.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
+export { placeHostNpm } from './areas/packages.js';
 export { ENGINE_SETUP, type Engine, isCi, MissingEngineError, requireEngine } from './engines.js';
 export {
   allByteValues,
@@ -43,6 +46,7 @@ export type {
   AreaContext,
   ChildProcessTarget,
   ConformanceTarget,
+  CreateOptions,
   FaultRig,
   WorkspaceUnderTest,
 } from './target.js';
@@ -61,6 +65,8 @@ export const CONFORMANCE_AREAS = [
   'security',
   'faults',
   'policy',
+  'packages',
+  'user',
 ] as const;
 
 /**
@@ -117,6 +123,8 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     securityIntegrityArea,
     faultsArea,
     policyArea,
+    packagesArea,
+    userArea,
   ]);
   describe(`conformance: ${target.name}`, () => {
     afterAll(async () => {

@@ -1,4 +1,4 @@
-import type { McpServerSpec, SandboxPolicyOptions, SearchMode, Workspace } from '@ws/core';
+import type { McpServerSpec, SandboxPolicyOptions, SearchMode, Workspace, WorkspacePackages } from '@ws/core';
 import type { PolicySupport } from '@ws/core/backend';
 
 /** The workspace shape the conformance suite drives. */
@@ -15,6 +15,10 @@ export interface CreateOptions extends SandboxPolicyOptions {
   maxLiveStatefulMcps?: number;
   /** Forwarded as the workspace's `skillPaths` (host folders). */
   skillPaths?: readonly string[];
+  /** Forwarded as the workspace's `packages` (only by the packages area, to a target with `packages`). */
+  packages?: WorkspacePackages;
+  /** Forwarded as the workspace's `user`; only a target that declares `user` is asked for it. */
+  user?: string;
   /**
    * Create the workspace under the target's second owner tag: one fixed tag, other than the one
    * every other call uses, for the case that keeps two owners of one id apart. Only a target with
@@ -96,6 +100,36 @@ export interface ConformanceTarget {
   readonly policy?: PolicySupport & {
     readonly defaultPids?: boolean;
     readonly create?: (options: CreateOptions) => WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  };
+  /**
+   * Creates a workspace on an image without node (the same backend otherwise): `mcp.node-less-image`
+   * runs a stdio MCP server there through the gateway the backend brings; without it, that case is skipped.
+   */
+  nodeless?(options: CreateOptions): WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
+  /**
+   * The `user` option: the value the user area opens a workspace with (forwarded by `create`), the
+   * uid its commands must then run as and, when the image has an account for it, its name; or
+   * `'refused'` for a backend that cannot switch users (the option must fail with
+   * `INVALID_ARGUMENT`). Without it, the user area is skipped.
+   */
+  readonly user?: { readonly option: string; readonly uid: number; readonly name?: string } | 'refused';
+  /**
+   * Which installers of the `packages` option work in the target's sandboxes (a workspace with the
+   * same id re-attaches to the same sandbox while another object on it is open): the packages area
+   * installs a package of each one made in the sandbox (no network), checks it works and that a
+   * re-attach does not install it again. `options`: what every workspace of the area adds (a user
+   * that can write npm's global prefix, where the default one cannot); `aptOptions`: what the apt case
+   * adds besides (root with its capabilities: `{ privileges: 'standard' }` on Docker). `prepare`: makes the declared
+   * installers runnable in an open workspace's sandbox (places npm in an image without it) before the
+   * first open with packages. Without `packages`, the area is skipped.
+   */
+  readonly packages?: {
+    readonly npm: boolean;
+    readonly apt: boolean;
+    readonly pip: boolean;
+    readonly options?: Omit<CreateOptions, 'workspaceId' | 'packages' | 'secondOwner'>;
+    readonly aptOptions?: SandboxPolicyOptions;
+    readonly prepare?: (workspace: WorkspaceUnderTest) => Promise<void>;
   };
   /** The fault rig of a backend with a remote service; without it, the fault area is skipped. */
   faults?(): Promise<FaultRig>;

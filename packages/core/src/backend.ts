@@ -86,6 +86,8 @@ export {
   responseHeader,
   vendorErrorMapper,
 } from './backend/vendor-errors.js';
+export type { WorkspaceUser } from './backend/workspace-user.js';
+export { checkWorkspaceUser, noUserSwitchHint } from './backend/workspace-user.js';
 export {
   POSIX_WRITE_SCRIPTS,
   temporaryBeside,

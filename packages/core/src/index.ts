@@ -75,7 +75,11 @@ export type {
   WorkspaceResources,
   WorkspaceState,
 } from './contracts/workspace.js';
-export type { CommonWorkspaceOptions, SearchMode } from './contracts/workspace-options.js';
+export type {
+  CommonWorkspaceOptions,
+  SearchMode,
+  WorkspacePackages,
+} from './contracts/workspace-options.js';
 export { DEFAULT_WORKSPACE_INSTRUCTIONS } from './internal/instructions.js';
 export { resolveWorkspaceUrl } from './internal/offload/offloader.js';
 // The manager and the reaper contract; their other types are reachable through these

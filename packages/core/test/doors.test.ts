@@ -31,8 +31,9 @@ describe("core's doors", () => {
     const names = exportedNames('index.ts');
     // 70, plus workspaceToolset (with its two types and the Skill tool's name): the user's way into a
     // framework; plus ReadFileOptions (readFile's maxBytes); plus the sandbox policy every workspace
-    // class takes (SandboxPolicyOptions, WorkspaceLimits, NetworkPolicy, Privileges).
-    expect(names.length).toBeLessThanOrEqual(79);
+    // class takes (SandboxPolicyOptions, WorkspaceLimits, NetworkPolicy, Privileges); plus
+    // WorkspacePackages, the type of the common `packages` option.
+    expect(names.length).toBeLessThanOrEqual(80);
     // Engine internals stay private.
     for (const internal of [
       'McpRegistry',

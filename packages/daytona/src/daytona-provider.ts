@@ -108,6 +108,13 @@ export class DaytonaProvider implements Provider {
       warnings.push(
         `${usable.length} Daytona sandboxes carry workspace id ${workspaceId} (${usable.map((item) => item.id).join(', ')}); using the newest, ${usable[0]?.id}`,
       );
+    const asked = this.options.user;
+    if (usable[0] && asked !== undefined && usable[0].user !== asked)
+      throw new WsError(
+        'CONFLICT',
+        `The Daytona sandbox of workspace ${workspaceId} (${usable[0].id}) runs as ${usable[0].user}, not ${asked}, and a sandbox's user cannot change; open it with the same user, or destroy() it first`,
+        { details: { sandboxId: usable[0].id, user: usable[0].user, wantedUser: asked } },
+      );
     const sandbox = usable[0]
       ? await readySandbox(usable[0], this.timeoutSeconds)
       : await this.create(daytona, workspaceId);
@@ -129,8 +136,9 @@ export class DaytonaProvider implements Provider {
               start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
               home: `${home}/.ws`,
               via: 'the toolbox',
-              noNodeWarning:
-                'The sandbox has no node 18 or newer: commands and files go through the toolbox directly (spawn is unavailable), and MCP servers cannot run',
+              describe: this.options.image ? `the image ${this.options.image}` : 'the sandbox',
+              withoutGateway:
+                'commands and files go through the toolbox directly (spawn is unavailable), and MCP servers cannot run',
             },
       assetUrl: import.meta.url,
     });
@@ -152,6 +160,7 @@ export class DaytonaProvider implements Provider {
         [WS_LABELS.created]: new Date().toISOString(),
       },
       public: false,
+      ...(this.options.user !== undefined ? { user: this.options.user } : {}),
       ...(env ? { envVars: { ...env } } : {}),
       ...(autoStopMinutes !== undefined ? { autoStopInterval: autoStopMinutes } : {}),
       ...network,

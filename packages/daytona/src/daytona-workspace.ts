@@ -3,6 +3,7 @@ import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
 import { WsError } from '@ws/core';
 import {
   checkUserLabels,
+  checkWorkspaceUser,
   type OptionKeys,
   POLICY_KEYS,
   splitOptions,
@@ -58,6 +59,14 @@ export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions, Sandbox
   owner?: string;
   /** Start the gateway when the sandbox has node 18 or newer. Default: true. */
   gateway?: boolean;
+  /**
+   * The sandbox's OS user (Daytona's `user` at creation, AgentScope's `os_user`): commands, file
+   * operations and the gateway run as it, and the workdir is `<its home>/workspace`. A user name
+   * only (Daytona sets the account up by name), so a numeric id is refused (`INVALID_ARGUMENT`).
+   * Default: Daytona's (`daytona`). Fixed when the sandbox is created: a sandbox found by its
+   * workspace id that runs as another user is refused with `CONFLICT`.
+   */
+  user?: string;
 }
 
 const DAYTONA_KEYS: OptionKeys<DaytonaWorkspaceOptions> = {
@@ -75,6 +84,7 @@ const DAYTONA_KEYS: OptionKeys<DaytonaWorkspaceOptions> = {
   client: true,
   owner: true,
   gateway: true,
+  user: true,
   ...POLICY_KEYS,
 };
 
@@ -91,7 +101,7 @@ function invalid(message: string, details: Record<string, unknown>): WsError {
 export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a malformed `limits`, `network` or `privileges`, a limit given in `resources` too, a `ws.` label or an unsafe workspace id; `CAPABILITY_UNSUPPORTED` for a policy Daytona cannot enforce (`limits.pids`, any `privileges`, `limits` without `image` or not in whole CPUs and GiB, an allow list of IPv6 blocks or of more than five).
+   * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit or interval, `image` with `snapshot`, `resources` without `image`, a malformed `limits`, `network`, `privileges` or `user` (a numeric `user` too), a limit given in `resources` too, a `ws.` label or an unsafe workspace id; `CAPABILITY_UNSUPPORTED` for a policy Daytona cannot enforce (`limits.pids`, any `privileges`, `limits` without `image` or not in whole CPUs and GiB, an allow list of IPv6 blocks or of more than five).
    */
   constructor(options: DaytonaWorkspaceOptions = {}) {
     const { common, own } = splitOptions('DaytonaWorkspace', options, DAYTONA_KEYS);
@@ -116,6 +126,12 @@ export class DaytonaWorkspace extends WorkspaceEngine<DaytonaProvider> {
     if (own.resources && !own.image)
       throw invalid('resources apply to a sandbox created from an image: give image too', {});
     checkUserLabels(own.labels, 'Label');
+    const user = checkWorkspaceUser('DaytonaWorkspace', own.user);
+    if (user && 'uid' in user)
+      throw invalid(
+        `DaytonaWorkspace: user ${JSON.stringify(user.text)} is a numeric id, but Daytona sets the sandbox's OS user up by name: give a name`,
+        { option: 'user' },
+      );
     const { timeoutMs: _lifetime, limits, network, privileges, resources, ...rest } = own;
     const policy = daytonaPolicy({ limits, network, privileges }, resources, own.image);
     super({

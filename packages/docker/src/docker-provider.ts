@@ -16,13 +16,17 @@ import {
   privateHostDir,
   shellQuote,
   throwIfAborted,
+  type WorkspaceUser,
   WS_LABELS,
 } from '@ws/core/backend';
 import {
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
+  type HostNode,
   installGateway,
+  type ProvidedNode,
+  provideNode,
   readGatewayAsset,
 } from '@ws/core/gateway';
 import Docker from 'dockerode';
@@ -33,6 +37,8 @@ import {
   GATEWAY_HOME,
   GATEWAY_RUN,
   placeGatewayBundle,
+  placeHostNode,
+  rememberContainerNode,
 } from './docker-gateway.js';
 import {
   type DockerPolicy,
@@ -42,6 +48,7 @@ import {
   requireDiskLimits,
 } from './docker-policy.js';
 import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
+import { giveFolder, resolveContainerUser } from './docker-user.js';
 import type { DockerWorkspaceOptions } from './docker-workspace.js';
 import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 import { missingImageHint } from './image-build.js';
@@ -49,10 +56,12 @@ import { missingImageHint } from './image-build.js';
 /** Options of {@link DockerProvider}: the workspace class's own (documented there), the image resolved. */
 export type DockerProviderOptions = Omit<
   OwnOptions<DockerWorkspaceOptions>,
-  'limits' | 'network' | 'privileges'
+  'limits' | 'network' | 'privileges' | 'user'
 > & {
   image: string;
   policy: DockerPolicy;
+  /** The `user` option, checked. */
+  user?: WorkspaceUser | undefined;
 };
 
 /**
@@ -142,6 +151,10 @@ export class DockerProvider implements Provider {
         { details: { gatewayChannel: channel } },
       );
     }
+    const { user } = options;
+    const hostUid = process.getuid?.();
+    if (user && 'uid' in user && this.runAs && user.uid !== hostUid)
+      throw hostFolderUser(user.text, user.uid, hostUid);
     this.persistent = options.hostWorkdir !== undefined || options.volume !== undefined;
     this.docker = options.client instanceof Docker ? options.client : new Docker(options.client);
   }
@@ -183,7 +196,10 @@ export class DockerProvider implements Provider {
     await this.detach();
     await privateHostDir(dirname(this.runtimeDir()));
     const runtime = await privateHostDir(this.runtimeDir());
-    const shared = await privateHostDir(join(runtime, 'shared'));
+    // Handed to the container's user (see handOver) when the host is root.
+    const shared = await privateHostDir(join(runtime, 'shared'), {
+      anyOwner: this.options.user !== undefined,
+    });
     const sockets = await privateHostDir(join(runtime, 'sockets'));
     // Recorded before attaching, so that another object closing meanwhile sees this one.
     this.attachment = await recordAttachment(await privateHostDir(join(runtime, 'users')));
@@ -191,13 +207,25 @@ export class DockerProvider implements Provider {
     const container = await this.attachOrCreate(shared);
     this.container = container;
     this.attachMs = performance.now() - started;
-    const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, this.runAs);
+    const owner = this.options.user
+      ? await resolveContainerUser(container, this.options.user, this.options.image)
+      : this.runAs;
+    const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, owner);
     // Read through the Engine API: the gateway may be what the memory limit killed.
     const oomKills =
       this.options.policy.policy.limits.memoryMiB !== undefined ? () => cgroupOomKills(sandbox) : undefined;
     if (this.options.gateway === false) return { sandbox, workdir: CONTAINER_WORKDIR, oomKills };
-    const node = await containerNode(container, sandbox, runtime);
-    if (!node) return { sandbox, workdir: CONTAINER_WORKDIR, oomKills };
+    const node = await this.gatewayNode(container, sandbox, runtime, options);
+    if (node.path === undefined)
+      return {
+        sandbox,
+        workdir: CONTAINER_WORKDIR,
+        oomKills,
+        noMcp: node.problem,
+        warnings: [
+          `${node.problem}. Meanwhile commands and files go through the Engine API, and MCP servers cannot run`,
+        ],
+      };
     // Placed with the container when this object created it; otherwise one look finds it there.
     const bundlePath = await installGateway(
       completeSandbox(sandbox),
@@ -209,7 +237,7 @@ export class DockerProvider implements Provider {
       dockerGatewayLauncher(sandbox, {
         shared,
         sockets,
-        node,
+        node: node.path,
         bundlePath,
         channel: this.options.gatewayChannel,
       }),
@@ -223,6 +251,37 @@ export class DockerProvider implements Provider {
       mcp: new GatewayMcpConnector(link),
       oomKills,
     };
+  }
+
+  /**
+   * The node the container's gateway runs on: the image's own (found along its PATH without a
+   * command), else the host's placed beside the bundle when the container has that folder bound
+   * (otherwise uploaded), checked by running it once and remembered for the container.
+   */
+  private async gatewayNode(
+    container: Docker.Container,
+    sandbox: DockerSandbox,
+    runtime: string,
+    options: ProviderOpenOptions,
+  ): Promise<ProvidedNode> {
+    const own = await containerNode(container, sandbox, runtime);
+    if (own) return { path: own, version: '', source: 'sandbox' };
+    const info = await container.inspect();
+    const bound = info.Mounts.some((mount) => mount.Destination === GATEWAY_HOME);
+    const base = dirname(this.runtimeDir());
+    const provided = await provideNode(completeSandbox(sandbox), undefined, {
+      ...(options.signal ? { signal: options.signal } : {}),
+      home: GATEWAY_HOME,
+      describe: `the image ${info.Config.Image}`,
+      ...(bound ? { place: async (host: HostNode) => void (await placeHostNode(base, host)) } : {}),
+    }).catch((error: unknown): ProvidedNode => {
+      if (options.signal?.aborted) throw error;
+      return {
+        problem: `the image ${info.Config.Image} has no node, and placing this host's node failed: ${(error as Error).message}`,
+      };
+    });
+    if (provided.path !== undefined) await rememberContainerNode(runtime, info.Id, provided.path);
+    return provided;
   }
 
   private async detach(): Promise<void> {
@@ -268,6 +327,7 @@ export class DockerProvider implements Provider {
         const info = await container.inspect();
         this.requireOwned(info);
         await matchContainerPolicy(container, info, this.options.policy);
+        this.requireUser(info);
         if (!info.State.Running) {
           await container.start().catch((error: unknown) => {
             // Another process may have started it in the meantime.
@@ -331,7 +391,7 @@ export class DockerProvider implements Provider {
           [WS_LABELS.created]: new Date().toISOString(),
         },
         Env: Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`),
-        ...(this.runAs ? { User: `${this.runAs.uid}:${this.runAs.gid}` } : {}),
+        ...(this.containerUser !== undefined ? { User: this.containerUser } : {}),
         // Hardened unless asked otherwise: no capabilities, none gained (setuid binaries included),
         // and a process limit, so a fork bomb exhausts this container only.
         HostConfig: { Binds: binds, ...policyHostConfig(this.options.policy) },
@@ -339,10 +399,59 @@ export class DockerProvider implements Provider {
       .catch((error: unknown) => {
         throw diskLimitRefused(error, this.options.policy.policy) ?? error;
       });
+    if (this.options.user) await this.handOver(container, this.options.user);
     await container.start().catch((error: unknown) => {
       // A process attaching meanwhile may have started it already.
       if (statusOf(error) !== 304) throw error;
     });
+  }
+
+  /**
+   * Before the container starts: resolves `user` in the image (a name it lacks is refused) and gives
+   * it the workdir and the gateway's socket folder, which the engine does as root through the archive
+   * API (the container itself holds no capability to change owners). The container is removed when
+   * this fails, so that a corrected `user` can create it again.
+   */
+  private async handOver(container: Docker.Container, user: WorkspaceUser): Promise<void> {
+    try {
+      const owner = await resolveContainerUser(container, user, this.options.image);
+      const hostUid = process.getuid?.();
+      if (this.runAs && owner.uid !== hostUid) throw hostFolderUser(user.text, owner.uid, hostUid);
+      await giveFolder(container, CONTAINER_WORKDIR, owner, 0o755);
+      // The gateway makes its socket there; a host user other than root could not reach a folder of
+      // another uid, so only root hands it over (otherwise it is the host user's, the only uid allowed
+      // beside a host folder, or the gateway cannot start: see the option's doc).
+      if (hostUid === 0) await giveFolder(container, GATEWAY_RUN, owner, 0o700);
+    } catch (error) {
+      await container.remove({ force: true }).catch(() => {});
+      throw error instanceof WsError
+        ? error
+        : translateDockerError(error, `preparing ${this.name} for ${user.text}`);
+    }
+  }
+
+  /**
+   * What the container is created with as `Config.User`: the `user` option when given, else the host
+   * user (see {@link runAs}), else none (the image's user).
+   */
+  private get containerUser(): string | undefined {
+    if (this.options.user) return this.options.user.text;
+    return this.runAs ? `${this.runAs.uid}:${this.runAs.gid}` : undefined;
+  }
+
+  /**
+   * Refuses (`CONFLICT`) a container found by name that runs as another user than `user` asks: the
+   * user of a container cannot change once it is created.
+   */
+  private requireUser(info: Docker.ContainerInspectInfo): void {
+    const asked = this.options.user?.text;
+    if (asked === undefined || (info.Config.User ?? '') === asked) return;
+    const running = info.Config.User || "the image's user";
+    throw new WsError(
+      'CONFLICT',
+      `The container ${this.name} runs as ${running}, not ${asked}, and a container's user cannot change; open it with the same user, or close it first`,
+      { details: { container: this.name, user: info.Config.User ?? '', wantedUser: asked } },
+    );
   }
 
   /**
@@ -409,4 +518,16 @@ export class DockerProvider implements Provider {
       await rm(assertDeletableHostDir(this.options.hostWorkdir), { recursive: true, force: true });
     }
   }
+}
+
+/**
+ * A `user` refused beside a host folder of a host user other than root: what the sandbox writes there
+ * would belong to another uid, which the host user can then neither change nor delete.
+ */
+function hostFolderUser(user: string, uid: number, hostUid: number | undefined): WsError {
+  return new WsError(
+    'INVALID_ARGUMENT',
+    `DockerWorkspace: user ${JSON.stringify(user)} is uid ${uid}, but the files in hostWorkdir must belong to this host user (uid ${hostUid}); leave user out (the container then runs as ${hostUid}) or give that uid`,
+    { details: { option: 'user', user, uid, hostUid } },
+  );
 }

@@ -1,5 +1,5 @@
 import type { CommonWorkspaceOptions, NetworkPolicy, SandboxPolicyOptions } from '@ws/core';
-import { type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import { checkWorkspaceUser, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
 import type Docker from 'dockerode';
 import type { DockerGatewayChannel } from './docker-gateway.js';
 import { dockerPolicy } from './docker-policy.js';
@@ -62,6 +62,17 @@ export interface DockerWorkspaceOptions
   hostRuntimeDir?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
   gateway?: boolean;
+  /**
+   * Who commands, file writes and the gateway run as: a user name the image has (its /etc/passwd;
+   * one it lacks is refused with `INVALID_ARGUMENT` at `initialize()`), or `uid` / `uid:gid`. It is
+   * the container's `Config.User`, and the workdir is handed to it before the container starts.
+   * Default: the image's user, except beside a `hostWorkdir` when the host process is not root: then
+   * the host's `uid:gid`, so that the host folder's files stay the host user's. There, a `user` of
+   * another uid is refused (`INVALID_ARGUMENT`): its files could not be changed or deleted by the
+   * host user. Fixed when the container is created: a container found by name that runs as another
+   * user is refused with `CONFLICT`.
+   */
+  user?: string;
 }
 
 const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
@@ -77,6 +88,7 @@ const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
   gatewayChannel: true,
   hostRuntimeDir: true,
   gateway: true,
+  user: true,
 };
 
 /**
@@ -94,8 +106,9 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
    * does (with `<image>-bare`, the same without node and ripgrep), reporting each progress line
    * (`[12s] step`) to `onProgress`: `from: 'debian'` (default) needs no registry (debootstrap from
    * Debian's mirror; root, debootstrap and the docker CLI), `from: 'dockerfile'` runs `docker build`
-   * of the shipped Dockerfile (`FROM node:20-bookworm-slim`: needs a registry). A build takes from
-   * half a minute up.
+   * of the shipped Dockerfile (`FROM node:20-bookworm-slim`: needs a registry; `base` starts it from
+   * another image, `nodeVersion` picks the node, see {@link EnsureDockerImageOptions}). A build takes
+   * from half a minute up.
    *
    * ```ts
    * await DockerWorkspace.ensureImage({ onProgress: (line) => console.error(line) });
@@ -114,16 +127,22 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
    * @throws WsError `INVALID_ARGUMENT` for an unknown option (`workdir` names `hostWorkdir`), a
-   * malformed limit or network, or an unsafe workspace id; `CAPABILITY_UNSUPPORTED` for a network
+   * malformed limit, network or user, a numeric `user` beside a non-root host's `hostWorkdir` that is
+   * not the host's uid, or an unsafe workspace id; `CAPABILITY_UNSUPPORTED` for a network
    * allow list.
    */
   constructor(options: DockerWorkspaceOptions = {}) {
     const { common, own } = splitOptions('DockerWorkspace', options, DOCKER_KEYS);
-    const { limits, network, privileges, ...rest } = own;
+    const { limits, network, privileges, user, ...rest } = own;
     const policy = dockerPolicy({ limits, network, privileges });
     super({
       ...common,
-      provider: new DockerProvider({ ...rest, image: own.image ?? DEFAULT_DOCKER_IMAGE, policy }),
+      provider: new DockerProvider({
+        ...rest,
+        image: own.image ?? DEFAULT_DOCKER_IMAGE,
+        policy,
+        user: checkWorkspaceUser('DockerWorkspace', user),
+      }),
     });
   }
 

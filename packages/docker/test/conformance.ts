@@ -2,7 +2,12 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { registerConformanceSuite, requireEngine } from '@ws/contract-tests';
+import {
+  type CreateOptions,
+  placeHostNpm,
+  registerConformanceSuite,
+  requireEngine,
+} from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { checkSandboxPolicy, WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
@@ -126,11 +131,37 @@ export async function registerDockerConformance(storage: DockerStorage): Promise
           },
         }
       : {}),
+    // The image's `nobody`; beside a host folder only for a root host (another host user's folder
+    // takes that user's uid alone).
+    ...(storage !== 'host folder' || process.getuid?.() === 0
+      ? { user: { option: 'nobody', uid: 65534, name: 'nobody' } }
+      : {}),
+    // The packages area once, where the container runs as the image's root whatever the host user:
+    // npm placed from the host (the image has none), apt with a root that keeps its capabilities;
+    // the image has no python3, so no pip.
+    ...(storage === 'no host folder'
+      ? {
+          packages: {
+            npm: true,
+            apt: true,
+            pip: false,
+            aptOptions: { privileges: 'standard' },
+            prepare: placeHostNpm,
+          },
+        }
+      : {}),
     create: ({ workspaceId, secondOwner, ...rest }) =>
       new DockerWorkspace({
         ...rest,
         ...options(workspaceId),
         ...(secondOwner ? { owner: `${owner}-2` } : {}),
       }),
+    // The image's node-less twin (built beside it), once: the gateway runs on the host's node there.
+    ...(storage === 'no host folder'
+      ? {
+          nodeless: ({ workspaceId, secondOwner: _, ...rest }: CreateOptions) =>
+            new DockerWorkspace({ ...rest, ...options(workspaceId), image: `${image}-bare` }),
+        }
+      : {}),
   });
 }

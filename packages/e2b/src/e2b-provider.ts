@@ -9,7 +9,7 @@ import {
   withRetry,
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
-import { type ConnectionOpts, Sandbox, type SandboxInfo } from 'e2b';
+import { type ConnectionOpts, InvalidArgumentError, Sandbox, type SandboxInfo } from 'e2b';
 import type { E2BNetworkOptions } from './e2b-policy.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import type { E2BWorkspaceOptions } from './e2b-workspace.js';
@@ -141,8 +141,9 @@ export class E2BProvider implements Provider {
       ? await this.connect(found[0].sandboxId, options.signal)
       : await this.create(workspaceId, options.signal);
     this.attachMs = performance.now() - began;
+    if (this.options.user !== undefined) await this.requireUser(sandbox, this.options.user);
     const { timeoutMs, template, gateway } = this.options;
-    const direct = new E2BSandbox(sandbox, E2B_WORKDIR, this.options.env ?? {});
+    const direct = new E2BSandbox(sandbox, E2B_WORKDIR, this.options.env ?? {}, this.options.user);
     this.attached = new RemoteAttachment({
       vendor: sandbox,
       direct,
@@ -161,11 +162,32 @@ export class E2BProvider implements Provider {
               start: (argv) => direct.spawnGateway(argv, { cwd: '/' }),
               home: GATEWAY_HOME,
               via: 'envd',
-              noNodeWarning: `The template ${template} has no node 18 or newer: commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run`,
+              describe: `the template ${template}`,
+              withoutGateway:
+                'commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run',
             },
       assetUrl: import.meta.url,
     });
     return this.attached.open(options, warnings);
+  }
+
+  /**
+   * Asks envd about `/` as `user`, so that a user the template lacks fails the open with
+   * `INVALID_ARGUMENT` naming it, rather than the first command with envd's message.
+   */
+  private async requireUser(sandbox: Sandbox, user: string): Promise<void> {
+    try {
+      await sandbox.files.getInfo('/', { user });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (error instanceof InvalidArgumentError && /user/i.test(message))
+        throw new WsError(
+          'INVALID_ARGUMENT',
+          `E2BWorkspace: the template ${this.options.template} has no user ${JSON.stringify(user)} (${message}); E2B's templates have user and root`,
+          { cause: error, details: { option: 'user', user, template: this.options.template } },
+        );
+      throw translateE2BError(error, `checking the user ${user}`);
+    }
   }
 
   /** Connects to a sandbox (resuming a paused one): safe to send again. */

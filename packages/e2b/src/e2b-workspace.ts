@@ -2,6 +2,7 @@ import type { CommonWorkspaceOptions, SandboxPolicyOptions } from '@ws/core';
 import { WsError } from '@ws/core';
 import {
   checkUserLabels,
+  checkWorkspaceUser,
   type OptionKeys,
   POLICY_KEYS,
   splitOptions,
@@ -38,6 +39,13 @@ export interface E2BWorkspaceOptions extends CommonWorkspaceOptions, SandboxPoli
   owner?: string;
   /** Start the gateway when the template has node 18 or newer. Default: true. */
   gateway?: boolean;
+  /**
+   * Who commands, file operations and the gateway run as: envd's `user` on every call (E2B's
+   * templates have `user`, their default, and `root`; a custom template may add others, which must be
+   * able to write the workdir, /home/user/workspace). A user name only: envd looks accounts up by
+   * name, so a numeric id is refused (`INVALID_ARGUMENT`). Default: the template's user.
+   */
+  user?: string;
 }
 
 const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
@@ -52,6 +60,7 @@ const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
   env: true,
   owner: true,
   gateway: true,
+  user: true,
   ...POLICY_KEYS,
 };
 
@@ -65,7 +74,8 @@ export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
    * @throws WsError `INVALID_ARGUMENT` for an unknown option, a bad time limit, a `ws.` metadata key,
-   * a malformed `limits`, `network` or `privileges`, or an unsafe workspace id; `CAPABILITY_UNSUPPORTED`
+   * a malformed `limits`, `network`, `privileges` or `user` (a numeric `user` too), or an unsafe
+   * workspace id; `CAPABILITY_UNSUPPORTED`
    * for a policy E2B cannot enforce (any `limits`, any `privileges`).
    */
   constructor(options: E2BWorkspaceOptions = {}) {
@@ -80,11 +90,24 @@ export class E2BWorkspace extends WorkspaceEngine<E2BProvider> {
         },
       );
     checkUserLabels(own.metadata, 'Metadata');
-    const { limits, network, privileges, ...rest } = own;
+    const { limits, network, privileges, user, ...rest } = own;
     const policy = e2bPolicy({ limits, network, privileges });
+    const checked = checkWorkspaceUser('E2BWorkspace', user);
+    if (checked && 'uid' in checked)
+      throw new WsError(
+        'INVALID_ARGUMENT',
+        `E2BWorkspace: user ${JSON.stringify(checked.text)} is a numeric id, but E2B runs commands as a named user of the template (user or root on E2B's templates): give a name`,
+        { details: { option: 'user' } },
+      );
     super({
       ...common,
-      provider: new E2BProvider({ ...rest, template: rest.template ?? 'base', timeoutMs, policy }),
+      provider: new E2BProvider({
+        ...rest,
+        ...(checked ? { user: checked.text } : {}),
+        template: rest.template ?? 'base',
+        timeoutMs,
+        policy,
+      }),
     });
   }
 

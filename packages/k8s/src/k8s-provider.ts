@@ -29,9 +29,9 @@ export const STALE_RECORD_MS = 180_000;
 /** Options of {@link K8sProvider}: the workspace class's own (documented there), defaults resolved. */
 export type K8sProviderOptions = Omit<
   OwnOptions<K8sWorkspaceOptions>,
-  'limits' | 'network' | 'privileges'
+  'limits' | 'network' | 'privileges' | 'user'
 > & {
-  /** `limits`, `network` and `privileges`, checked and mapped (the container's `resources` among them). */
+  /** `limits`, `network`, `privileges` and `user`, checked and mapped (the container's `resources` among them). */
   policy: PodPolicy;
   image: string;
   storageSize: string;
@@ -155,7 +155,8 @@ export class K8sProvider implements Provider {
               start: (argv) => direct.spawn(argv, { cwd: '/' }),
               home: GATEWAY_HOME,
               via: 'exec',
-              noNodeWarning: `The image ${this.options.image} has no node 18 or newer: commands and files go through exec directly, and MCP servers cannot run`,
+              describe: `the image ${this.options.image}`,
+              withoutGateway: 'commands and files go through exec directly, and MCP servers cannot run',
             },
       assetUrl: import.meta.url,
     });

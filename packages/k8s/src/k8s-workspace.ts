@@ -81,6 +81,14 @@ export interface K8sWorkspaceOptions extends CommonWorkspaceOptions, SandboxPoli
   owner?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
   gateway?: boolean;
+  /**
+   * Who commands, file operations and the gateway run as: `uid` or `uid:gid`, the container's
+   * `securityContext.runAsUser` and `runAsGroup`; the Pod's `fsGroup` is the gid (else the uid), so
+   * that the workspace volume is writable by that user. A name is refused (`INVALID_ARGUMENT`): the
+   * API takes numeric ids only. Default: the image's user. Fixed when the Pod is created: a running
+   * Pod found by name that runs as another user is refused with `CONFLICT`.
+   */
+  user?: string;
 }
 
 const K8S_KEYS: OptionKeys<K8sWorkspaceOptions> = {
@@ -102,6 +110,7 @@ const K8S_KEYS: OptionKeys<K8sWorkspaceOptions> = {
   requestTimeoutMs: true,
   owner: true,
   gateway: true,
+  user: true,
   ...POLICY_KEYS,
 };
 
@@ -164,11 +173,12 @@ export class K8sWorkspace extends WorkspaceEngine<K8sProvider> {
   constructor(options: K8sWorkspaceOptions = {}) {
     const { common, own } = splitOptions('K8sWorkspace', options, K8S_KEYS, K8S_HINTS);
     checkOptions(own);
-    const { limits, network, privileges, ...rest } = own;
+    const { limits, network, privileges, user, ...rest } = own;
     const policy = resolvePodPolicy('K8sWorkspace', {
       limits,
       network,
       privileges,
+      user,
       resources: own.resources,
     });
     super({

@@ -1,7 +1,12 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import {
+  type ConformanceTarget,
+  type CreateOptions,
+  placeHostNpm,
+  registerConformanceSuite,
+} from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
@@ -109,6 +114,21 @@ export async function registerK8sConformance(
     },
     create: ({ secondOwner, ...options }) =>
       new K8sWorkspace({ ...options, ...emulatedOptions(), ...(secondOwner ? { owner: `${owner}-2` } : {}) }),
+    // The image's `nobody`, by number: a Pod's securityContext takes numeric ids.
+    user: { option: '65534:65534', uid: 65534, name: 'nobody' },
+    // The packages area with the gateway: npm placed from the host (the image has node alone), apt
+    // with a root that keeps its capabilities; no pip (no python3).
+    ...(bare
+      ? {}
+      : {
+          packages: {
+            npm: true,
+            apt: true,
+            pip: false,
+            aptOptions: { privileges: 'standard' },
+            prepare: placeHostNpm,
+          },
+        }),
     // What the emulator enforces as a kubelet and a NetworkPolicy plugin would (no process limit: a Pod
     // has none in the API). The area's workspaces get an emulator whose Pods have a network to lose.
     policy: {
@@ -120,6 +140,13 @@ export async function registerK8sConformance(
           kubeconfig: (await networkedConnection()).kubeconfig,
         }),
     },
+    // An image without node, once: the gateway runs on the host's, uploaded once per Pod.
+    ...(bare
+      ? {}
+      : {
+          nodeless: ({ secondOwner: _, ...options }: CreateOptions) =>
+            new K8sWorkspace({ ...options, ...emulatedOptions(), image: `${image}-bare` }),
+        }),
     // The API server (and every exec connection) behind a proxy the fault cases switch.
     faults: async () => {
       const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));

@@ -3,6 +3,7 @@ import { type CommonWorkspaceOptions, type SandboxPolicyOptions, WsError } from 
 import {
   checkOptionKeys,
   engineOptions,
+  noUserSwitchHint,
   type OptionKeys,
   POLICY_KEYS,
   WorkspaceEngine,
@@ -49,16 +50,24 @@ const LOCAL_KEYS: OptionKeys<LocalWorkspaceOptions> = {
 export class LocalWorkspace extends WorkspaceEngine<LocalProvider> {
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()` (or `open()`).
-   * @throws WsError `INVALID_ARGUMENT` for a missing `hostWorkdir`, an unknown option, an unsafe
+   * @throws WsError `INVALID_ARGUMENT` for a missing `hostWorkdir`, an unknown option (`user`: commands
+   * run as the host process's user), an unsafe
    * workspace id or a malformed limit, network or privileges; `CAPABILITY_UNSUPPORTED` for any limit,
-   * a network other than `'full'` or `privileges: 'hardened'`.
+   * a network other than `'full'`, `privileges: 'hardened'` or `packages` (it would install into the
+   * host's system).
    */
   constructor(options: LocalWorkspaceOptions) {
-    checkOptionKeys('LocalWorkspace', options, LOCAL_KEYS);
+    checkOptionKeys('LocalWorkspace', options, LOCAL_KEYS, noUserSwitchHint("the host process's user"));
     if (typeof options?.hostWorkdir !== 'string' || options.hostWorkdir.length === 0) {
       throw new WsError('INVALID_ARGUMENT', 'LocalWorkspace needs a hostWorkdir');
     }
     checkLocalPolicy(options);
+    if (options.packages !== undefined)
+      throw new WsError(
+        'CAPABILITY_UNSUPPORTED',
+        "LocalWorkspace cannot install packages: commands run on the host, whose system is not the workspace's to change; install them on the host, or use @ws/docker",
+        { details: { backend: 'local', option: 'packages' } },
+      );
     super({
       ...engineOptions(options),
       provider: new LocalProvider({

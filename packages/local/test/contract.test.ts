@@ -13,6 +13,8 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 await registerConformanceSuite({
   name: 'local',
+  // Host processes run as the host process's user: `user` is refused.
+  user: 'refused',
   leftovers: (workspaceId) => hostProcessesUsing(join(base, workspaceId)),
   // Host processes: no limit, the host's network, the host user's own privileges (root here, which
   // the privileges case looks for); everything else is refused.

@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConnectionConfig, SandboxManager } from '@alibaba-group/opensandbox';
-import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, placeHostNpm, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
@@ -12,6 +12,7 @@ import {
   type EmulatorConnection,
   emulatorProblem,
   faultProxy,
+  image,
   networkedConnection,
   stopEmulator,
 } from './emulator.js';
@@ -79,6 +80,11 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
     },
     create: ({ secondOwner, ...options }) =>
       new OpenSandboxWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
+    // Refused: commands run as the image's user (see OpenSandboxWorkspace's USER_HINT).
+    user: 'refused',
+    // The packages area: npm placed from the host (the image has node alone); no apt (the sandbox's
+    // root has no capabilities), no pip (no python3).
+    packages: { npm: true, apt: false, pip: false, prepare: placeHostNpm },
     // What the emulator enforces (no allow list is filtered: the area checks none). The area's
     // sandboxes get an emulator whose sandboxes have a network to lose.
     policy: {
@@ -88,6 +94,9 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
         return new OpenSandboxWorkspace({ ...options, ...networked, owner });
       },
     },
+    // An image without node: the gateway runs on the host's, uploaded once per sandbox.
+    nodeless: ({ secondOwner: _, ...options }) =>
+      new OpenSandboxWorkspace({ ...options, ...emulated, owner, image: `${image}-bare` }),
     // Every connection of the file passes the emulator's proxy; the fault cases switch it.
     faults: async () => ({
       vendor: 'OpenSandbox',

@@ -26,6 +26,7 @@ import { withBoundedReads } from './bounded-read.js';
 import { generateId, validateId } from './ids.js';
 import type { McpConnector } from './mcp-connector.js';
 import { withOomReports } from './oom-report.js';
+import { type CheckedPackages, checkPackages, installPackages } from './packages.js';
 import { completeSandbox } from './posix-fallbacks.js';
 import type { Provider } from './provider.js';
 
@@ -40,7 +41,7 @@ export interface WorkspaceEngineOptions<P extends Provider = Provider> extends C
  * {@link Provider}; its public class (`LocalWorkspace`, …) extends this engine.
  *
  * Constructing an engine does no I/O. `initialize()` opens the sandbox, lays out the workdir,
- * restores `.mcp` and seeds skills.
+ * installs `packages` (once per sandbox), restores `.mcp` and seeds skills.
  */
 export class WorkspaceEngine<P extends Provider = Provider> implements Workspace {
   /** The workspace id. */
@@ -50,6 +51,8 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   private currentState: WorkspaceState = 'created';
   private sandbox: CompleteSandbox | undefined;
   private mcpConnector: McpConnector | undefined;
+  /** Why the open sandbox cannot run MCP servers, when its backend said. */
+  private noMcp: string | undefined;
   private openedWorkdir: string | undefined;
   private initializing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -62,13 +65,17 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   private readonly mcp: McpRegistry;
   private seedWarnings: string[] = [];
   private sessionWarnings: readonly string[] = [];
+  private packageWarnings: readonly string[] = [];
+  private readonly packages: CheckedPackages | undefined;
 
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()`.
-   * @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id or an invalid default MCP spec.
+   * @throws WsError `INVALID_ARGUMENT` for an unsafe workspace id, an invalid default MCP spec or a
+   * malformed `packages` (a spec starting with `-` or holding a newline or NUL).
    */
   constructor(options: WorkspaceEngineOptions<P>) {
     this.provider = options.provider;
+    this.packages = checkPackages(options.packages);
     this.id =
       options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
     this.instructionsTemplate = options.instructions ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
@@ -80,6 +87,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     this.skills = new SkillStore(sandbox, paths, [...(options.skillPaths ?? [])]);
     this.mcp = new McpRegistry({
       connector: () => this.mcpConnector,
+      unavailable: () => this.noMcp,
       backend: this.provider.backend,
       defaults: options.defaultMcps ?? [],
       maxLiveStateful: options.maxLiveStatefulMcps,
@@ -143,11 +151,11 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   }
 
   /**
-   * Problems met at initialize (what the backend reported while opening, skill paths skipped, `.mcp`
-   * entries dropped) and by MCP connections.
+   * Problems met at initialize (what the backend reported while opening, a `packages` record it could
+   * not read or write, skill paths skipped, `.mcp` entries dropped) and by MCP connections.
    */
   get warnings(): readonly string[] {
-    return [...this.sessionWarnings, ...this.seedWarnings, ...this.mcp.warnings];
+    return [...this.sessionWarnings, ...this.packageWarnings, ...this.seedWarnings, ...this.mcp.warnings];
   }
 
   /** The absolute paths of the workdir's layout entries. */
@@ -175,6 +183,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       const sandbox = withBoundedReads(completeSandbox(session.sandbox));
       this.sandbox = session.oomKills ? await withOomReports(sandbox, session.oomKills) : sandbox;
       this.mcpConnector = session.mcp;
+      this.noMcp = session.noMcp;
       this.openedWorkdir = session.workdir;
       this.sessionWarnings = session.warnings ?? [];
       throwIfAborted(options.signal);
@@ -183,6 +192,11 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       const flatSkills =
         !this.sandbox.native.stat || !(await this.sandbox.exists(this.paths.skillSeedDir, options));
       await this.layOut(options);
+      // Before anything else runs in the sandbox (a restored MCP server may need a package).
+      if (this.packages)
+        this.packageWarnings = (
+          await installPackages(this.sandbox, this.id, this.packages, signalOf(options))
+        ).warnings;
       await this.mcp.restore();
       this.seedWarnings = await this.skills.prepare({ ...options, flatSkills });
       throwIfAborted(options.signal);

@@ -32,6 +32,50 @@ export interface CommonWorkspaceOptions {
   maxLiveStatefulMcps?: number;
   /** Host folders (each holding a SKILL.md) copied into `skills/.seed` when the seed is empty. */
   skillPaths?: readonly string[];
+  /**
+   * Packages installed in the sandbox when the workspace opens, before it is handed out: apt, then
+   * pip, then npm (see {@link WorkspacePackages}). Installed once per sandbox: a re-attach to the same
+   * sandbox installs only what it has not installed yet. Refused by the backends that run on the
+   * host's own system (local, bwrap).
+   */
+  packages?: WorkspacePackages;
+}
+
+/**
+ * What {@link CommonWorkspaceOptions.packages} installs at open, through the sandbox's `exec` as the
+ * workspace's command user. A spec is one installer argument, passed as one argv element (never
+ * through a shell): a spec starting with `-` (an installer flag) or holding a newline or NUL is
+ * refused with `INVALID_ARGUMENT` at construction. Specs are compared as text: a re-attach skips the
+ * specs already recorded as installed in that sandbox (a record in `/var/tmp`, written after the
+ * install succeeded) and installs the new ones; nothing is ever uninstalled.
+ *
+ * A failed install fails the open with `PACKAGE_INSTALL_FAILED` (`TIMEOUT` past `timeoutMs`,
+ * `ABORTED` on the open's signal), the installer's last output in the message, and closes what the
+ * open started.
+ */
+export interface WorkspacePackages {
+  /**
+   * Debian packages: names (`jq`, `jq=1.6-2`) or absolute paths of `.deb` files in the sandbox, run
+   * as `apt-get install -y --no-install-recommends -- …` with `DEBIAN_FRONTEND=noninteractive` (and
+   * `apt-get update` then one more try when apt cannot locate a package). Needs root with its
+   * capabilities in the sandbox (on Docker: `privileges: 'standard'`).
+   */
+  apt?: readonly string[];
+  /**
+   * Python packages (`name`, `name==1.2`, a local path or wheel in the sandbox), run as `python3 -m
+   * pip install --no-input --disable-pip-version-check -- …`; the `PIP_*` variables of the
+   * workspace's `env` apply.
+   */
+  pip?: readonly string[];
+  /**
+   * npm packages (`name`, `name@1.2`, a tarball or folder path in the sandbox), installed globally:
+   * `npm install --global --no-audit --no-fund -- …`. Their commands land on the PATH (npm's global
+   * bin); `require()` finds them with `NODE_PATH="$(npm root -g)"`. The command user must be able to
+   * write npm's global prefix (root in the usual images; else set `NPM_CONFIG_PREFIX` in `env`).
+   */
+  npm?: readonly string[];
+  /** Time limit of the whole install, all installers together, in milliseconds. Default: 600 000. */
+  timeoutMs?: number;
 }
 
 const COMMON_KEYS = [
@@ -42,6 +86,7 @@ const COMMON_KEYS = [
   'defaultMcps',
   'maxLiveStatefulMcps',
   'skillPaths',
+  'packages',
 ] as const satisfies readonly (keyof CommonWorkspaceOptions)[];
 
 /** The common options out of a workspace class's options (only the ones that are set). */
