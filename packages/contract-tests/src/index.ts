@@ -20,7 +20,6 @@ import { toolsSearchArea } from './areas/tools-search.js';
 import { userArea } from './areas/user.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
-export { placeHostNpm } from './areas/packages.js';
 export { ENGINE_SETUP, type Engine, isCi, MissingEngineError, requireEngine } from './engines.js';
 export {
   allByteValues,

@@ -270,6 +270,21 @@ describe('packages: the engine installs them at open', () => {
     await workspace.close();
   });
 
+  it('says what apt needs when it may not switch users (a hardened sandbox)', async () => {
+    const provider = new InstallProvider();
+    provider.answers['apt-get'] = () => ({
+      exitCode: 100,
+      output: 'E: setgroups 65534 failed - setgroups (1: Operation not permitted)\n',
+    });
+    const workspace = new WorkspaceEngine({ provider, workspaceId: 'p8', packages: { apt: ['jq'] } });
+    const error = await workspace.initialize().then(
+      () => undefined,
+      (caught: unknown) => caught,
+    );
+    expect(isWsError(error, 'PACKAGE_INSTALL_FAILED')).toBe(true);
+    expect((error as Error).message).toContain("privileges: 'standard'");
+  });
+
   it('fails the open with PACKAGE_INSTALL_FAILED naming the installer, the specs and the output, records nothing and closes the provider', async () => {
     const provider = new InstallProvider();
     const noise = 'x'.repeat(10_000);

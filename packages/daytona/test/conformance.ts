@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daytona } from '@daytonaio/sdk';
-import { type ConformanceTarget, placeHostNpm, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
@@ -77,10 +77,10 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
       new DaytonaWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
     // The sandbox's OS user other than Daytona's default (`daytona`), with a home of its own.
     user: { option: 'root', uid: 0, name: 'root' },
-    // The packages area: npm placed from the host (the image has node alone), as root (Daytona's
+    // The packages area: npm from the image, as root (Daytona's
     // default user cannot write npm's global prefix); no apt (the sandbox's root has no
     // capabilities), no pip (no python3).
-    packages: { npm: true, apt: false, pip: false, options: { user: 'root' }, prepare: placeHostNpm },
+    packages: { npm: true, apt: false, pip: false, options: { user: 'root' } },
     // Limits are the sandbox's resources (container limits here) in whole CPUs and GiB: the area's
     // memory limits (256 and 512 MiB) are refused, so memory is declared unsupported here and its
     // kill is tested in daytona-policy.test.ts with 1 GiB. What the sandbox's user may do is the

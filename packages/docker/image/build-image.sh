@@ -7,7 +7,9 @@
 #
 # node: the host's own node binary (NODE_BIN, default `command -v node`) when it is version 18 or
 # newer — it starts the gateway more than twice as fast as Debian's node 18 — else Debian's nodejs
-# (18 on bookworm); NODE_FROM=debian takes Debian's nodejs whatever the host has.
+# (18 on bookworm); NODE_FROM=debian takes Debian's nodejs whatever the host has. With the host's
+# node comes the host's npm (NPM_DIR, default `$(npm root -g)/npm`) as npm and npx, so that
+# `packages: { npm }` and `npx` MCP servers work; Debian's nodejs comes without npm.
 #
 #   build-image.sh [TAG]        (default TAG: ws-workspace:bookworm)
 #   MIRROR=http://deb.debian.org/debian build-image.sh
@@ -28,15 +30,22 @@ if [ -n "$NODE_BIN" ]; then
   if [ -z "$major" ] || [ "$major" -lt 18 ]; then NODE_BIN=""; node_version=""; fi
 fi
 [ -n "$NODE_BIN" ] || PACKAGES="$PACKAGES,nodejs"
+npm_version=""
+if [ -n "$NODE_BIN" ]; then
+  NPM_DIR=${NPM_DIR:-$(npm root -g 2>/dev/null || true)/npm}
+  if [ -f "$NPM_DIR/package.json" ] && [ -f "$NPM_DIR/bin/npm-cli.js" ]; then
+    npm_version=$(sed -n 's/^ *"version": *"\([^"]*\)".*/\1/p' "$NPM_DIR/package.json" | head -1)
+  fi
+fi
 # The fingerprint covers this script itself, so any change to the build rebuilds the image.
-fingerprint=$( (cat "$0"; echo "$PACKAGES $MIRROR $node_version") | sha256sum | cut -c1-16)
+fingerprint=$( (cat "$0"; echo "$PACKAGES $MIRROR $node_version $npm_version") | sha256sum | cut -c1-16)
 
 BARE="$TAG-bare"
 
 make_bare() {
   local name="ws-build-bare-$$"
   docker rm -f "$name" >/dev/null 2>&1 || true
-  docker run --name "$name" "$TAG" sh -c 'rm -f /usr/local/bin/node /usr/bin/node /usr/bin/nodejs /usr/bin/rg' >/dev/null
+  docker run --name "$name" "$TAG" sh -c 'rm -rf /usr/local/bin/node /usr/bin/node /usr/bin/nodejs /usr/bin/rg /usr/local/bin/npm /usr/local/bin/npx /usr/local/lib/node_modules/npm' >/dev/null
   docker commit --change "LABEL ws.image.fingerprint=$fingerprint-bare" --change 'CMD ["sleep", "infinity"]' "$name" "$BARE" >/dev/null
   docker rm -f "$name" >/dev/null
   echo "build-image: $BARE built (no node, no ripgrep)"
@@ -63,6 +72,13 @@ rm -f "$rootfs.log"
 if [ -n "$NODE_BIN" ]; then
   install -m 0755 "$(readlink -f "$NODE_BIN")" "$rootfs/usr/local/bin/node"
   echo "build-image: node $node_version copied from $NODE_BIN"
+  if [ -n "$npm_version" ]; then
+    mkdir -p "$rootfs/usr/local/lib/node_modules"
+    cp -R "$NPM_DIR" "$rootfs/usr/local/lib/node_modules/npm"
+    ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$rootfs/usr/local/bin/npm"
+    ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$rootfs/usr/local/bin/npx"
+    echo "build-image: npm $npm_version copied from $NPM_DIR"
+  fi
 fi
 # A smaller image: no package lists or caches, no docs.
 rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/*

@@ -2,12 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  type CreateOptions,
-  placeHostNpm,
-  registerConformanceSuite,
-  requireEngine,
-} from '@ws/contract-tests';
+import { type CreateOptions, registerConformanceSuite, requireEngine } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { checkSandboxPolicy, WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
@@ -137,7 +132,7 @@ export async function registerDockerConformance(storage: DockerStorage): Promise
       ? { user: { option: 'nobody', uid: 65534, name: 'nobody' } }
       : {}),
     // The packages area once, where the container runs as the image's root whatever the host user:
-    // npm placed from the host (the image has none), apt with a root that keeps its capabilities;
+    // npm from the image, apt with a root that keeps its capabilities;
     // the image has no python3, so no pip.
     ...(storage === 'no host folder'
       ? {
@@ -146,7 +141,6 @@ export async function registerDockerConformance(storage: DockerStorage): Promise
             apt: true,
             pip: false,
             aptOptions: { privileges: 'standard' },
-            prepare: placeHostNpm,
           },
         }
       : {}),

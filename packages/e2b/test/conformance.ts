@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ConformanceTarget, placeHostNpm, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
@@ -88,9 +88,9 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
     // E2B's other user (its default is `user`); the emulator's image has no `user` account, so
     // another one (`nobody`) could not write /home/user as E2B's templates let `user` do.
     user: { option: 'root', uid: 0, name: 'root' },
-    // The packages area: npm placed from the host (the image has node alone); no apt (the sandbox's
+    // The packages area: npm from the image; no apt (the sandbox's
     // root has no capabilities), no pip (no python3).
-    packages: { npm: true, apt: false, pip: false, prepare: placeHostNpm },
+    packages: { npm: true, apt: false, pip: false },
     // A template whose image has no node: the gateway runs on the host's, uploaded once per sandbox.
     nodeless: ({ secondOwner: _, ...options }) =>
       new E2BWorkspace({ ...options, ...emulated, owner, template: 'ws-workspace:bookworm-bare' }),

@@ -1,12 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import {
-  type ConformanceTarget,
-  type CreateOptions,
-  placeHostNpm,
-  registerConformanceSuite,
-} from '@ws/contract-tests';
+import { type ConformanceTarget, type CreateOptions, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
@@ -116,7 +111,7 @@ export async function registerK8sConformance(
       new K8sWorkspace({ ...options, ...emulatedOptions(), ...(secondOwner ? { owner: `${owner}-2` } : {}) }),
     // The image's `nobody`, by number: a Pod's securityContext takes numeric ids.
     user: { option: '65534:65534', uid: 65534, name: 'nobody' },
-    // The packages area with the gateway: npm placed from the host (the image has node alone), apt
+    // The packages area with the gateway: npm from the image, apt
     // with a root that keeps its capabilities; no pip (no python3).
     ...(bare
       ? {}
@@ -126,7 +121,6 @@ export async function registerK8sConformance(
             apt: true,
             pip: false,
             aptOptions: { privileges: 'standard' },
-            prepare: placeHostNpm,
           },
         }),
     // What the emulator enforces as a kubelet and a NetworkPolicy plugin would (no process limit: a Pod

@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConnectionConfig, SandboxManager } from '@alibaba-group/opensandbox';
-import { type ConformanceTarget, placeHostNpm, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
@@ -82,9 +82,9 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
       new OpenSandboxWorkspace({ ...options, ...emulated, owner: secondOwner ? `${owner}-2` : owner }),
     // Refused: commands run as the image's user (see OpenSandboxWorkspace's USER_HINT).
     user: 'refused',
-    // The packages area: npm placed from the host (the image has node alone); no apt (the sandbox's
+    // The packages area: npm from the image; no apt (the sandbox's
     // root has no capabilities), no pip (no python3).
-    packages: { npm: true, apt: false, pip: false, prepare: placeHostNpm },
+    packages: { npm: true, apt: false, pip: false },
     // What the emulator enforces (no allow list is filtered: the area checks none). The area's
     // sandboxes get an emulator whose sandboxes have a network to lose.
     policy: {

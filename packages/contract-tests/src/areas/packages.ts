@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import type { WorkspacePackages } from '@ws/core';
@@ -8,26 +7,6 @@ import type { AreaContext, CreateOptions, WorkspaceUnderTest } from '../target.j
 
 /** What a case adds to the options of the workspaces it creates. */
 type Extra = Omit<CreateOptions, 'workspaceId' | 'packages' | 'secondOwner'>;
-
-/**
- * Makes npm runnable in a workspace's sandbox whose image has node but no npm (the default
- * `ws-workspace` image): the host's own npm folder, unpacked beside the sandbox's node, linked into
- * that node's `bin`. Nothing when the sandbox has npm. A target's `packages.prepare`.
- */
-export async function placeHostNpm(workspace: WorkspaceUnderTest): Promise<void> {
-  const sandbox = workspace.getSandbox();
-  if ((await sandbox.exec(['/bin/sh', '-c', 'command -v npm'])).exitCode === 0) return;
-  const root = execFileSync('npm', ['root', '--global'], { encoding: 'utf8' }).trim();
-  const archive = execFileSync('tar', ['-czf', '-', '-C', root, 'npm'], { maxBuffer: 256 * 1024 * 1024 });
-  const staged = `/var/tmp/ws-host-npm-${randomBytes(4).toString('hex')}.tgz`;
-  await sandbox.writeFile(staged, archive);
-  await sh(
-    workspace,
-    `set -e; prefix=$(dirname "$(dirname "$(command -v node)")"); mkdir -p "$prefix/lib/node_modules"
-tar -xzf ${staged} -C "$prefix/lib/node_modules"; rm -f ${staged}
-ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$prefix/bin/npm"; npm --version`,
-  );
-}
 
 /** Runs a shell script in the workspace's workdir; fails the case unless it exits 0. Returns stdout. */
 async function sh(workspace: WorkspaceUnderTest, script: string): Promise<string> {

@@ -197,6 +197,9 @@ async function run(
   return { exitCode: result.exitCode, output: tail.text(), timedOut: result.timedOut };
 }
 
+/** What apt says when the sandbox's user may not switch users or write the system (hardened, or not root). */
+const NOT_PERMITTED = /Operation not permitted|Permission denied|are you root\?/;
+
 function installFailed(
   installer: Installer,
   specs: readonly string[],
@@ -209,7 +212,11 @@ function installFailed(
     ? `ran past packages.timeoutMs (${timeoutMs} ms)`
     : result.exitCode === 127
       ? `failed: ${installer === 'apt' ? 'apt-get' : installer === 'pip' ? 'python3' : 'npm'} is not installed in the sandbox (exit 127)`
-      : `failed with exit code ${result.exitCode}`;
+      : `failed with exit code ${result.exitCode}${
+          installer === 'apt' && NOT_PERMITTED.test(outputTail)
+            ? " (apt needs root with its capabilities: on Docker, open with privileges: 'standard' and no other user)"
+            : ''
+        }`;
   return new WsError(
     result.timedOut ? 'TIMEOUT' : 'PACKAGE_INSTALL_FAILED',
     `Installing the workspace's packages (${named}) ${why}${outputTail ? `:\n${outputTail}` : ''}`,
