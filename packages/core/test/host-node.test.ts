@@ -77,6 +77,33 @@ describe.skipIf(host.machine === undefined)('provideNode', () => {
     expect(uploads).toEqual([]);
   });
 
+  it('uploads in parts of at most 8 MiB, sending a part whose request failed once more, and joins them in order', async () => {
+    const { sandbox, commands, uploads } = probed(`machine=${host.machine}\nglibc=1\ngzip=1\n`);
+    const sizes: number[] = [];
+    let failed = false;
+    const write = sandbox.writeFile.bind(sandbox);
+    Object.assign(sandbox, {
+      writeFile: async (path: string, bytes: Uint8Array) => {
+        if (path.endsWith('.part1') && !failed) {
+          failed = true;
+          throw new Error('fetch failed');
+        }
+        sizes.push(bytes.byteLength);
+        await write(path, bytes);
+      },
+    });
+    await provideNode(sandbox, undefined, options);
+    expect(failed).toBe(true);
+    expect(uploads.length).toBeGreaterThan(2);
+    expect(Math.max(...sizes)).toBeLessThanOrEqual(8 * 1024 * 1024);
+    expect(uploads.map((path) => path.replace(/^.*\.part/, ''))).toEqual(
+      uploads.map((_, index) => String(index)),
+    );
+    const joined = commands.find((argv) => argv[2]?.startsWith('cat '))?.[2] ?? '';
+    expect(joined).toContain('| gzip -dc >');
+    expect(joined.indexOf('.part0')).toBeLessThan(joined.indexOf(`.part${uploads.length - 1}`));
+  }, 60_000);
+
   it('places the node through the backend when it can, then checks it by running it', async () => {
     const { sandbox, commands, uploads } = probed(`machine=${host.machine}\nglibc=1\n`);
     const placed: string[] = [];

@@ -171,6 +171,25 @@ export async function provideNode(
   };
 }
 
+/**
+ * The most bytes one upload request carries: the node goes in parts, so no single request nears a
+ * vendor's request limit, and a part whose request failed is sent again on its own.
+ */
+const UPLOAD_PART_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Writes one part of the upload, once more when the first request failed: the part is a temporary
+ * file nothing else reads, replaced whole, so sending it again cannot do harm.
+ */
+async function writePart(sandbox: CompleteSandbox, path: string, bytes: Uint8Array, call: FileOptions) {
+  try {
+    await sandbox.writeFile(path, bytes, call);
+  } catch (error) {
+    if (call.signal?.aborted) throw error;
+    await sandbox.writeFile(path, bytes, call);
+  }
+}
+
 async function upload(
   sandbox: CompleteSandbox,
   host: HostNode,
@@ -179,37 +198,29 @@ async function upload(
   call: FileOptions,
 ): Promise<void> {
   const temporary = `${target}.${randomBytes(6).toString('hex')}.tmp`;
-  const quoted = { temporary: shellQuote(temporary), target: shellQuote(target) };
+  const bytes = compressed ? await packedHostNode(host.path) : await readFile(host.path);
+  const parts: string[] = [];
   try {
-    if (compressed) {
-      await sandbox.writeFile(`${temporary}.gz`, await packedHostNode(host.path), call);
-      const unpacked = await sandbox.exec(
-        [
-          'sh',
-          '-c',
-          `gzip -dc ${quoted.temporary}.gz > ${quoted.temporary} && rm -f ${quoted.temporary}.gz && chmod 755 ${quoted.temporary} && mv -f ${quoted.temporary} ${quoted.target}`,
-        ],
-        { cwd: '/', timeoutMs: UNPACK_TIMEOUT_MS, maxOutputBytes: 4096, ...call },
-      );
-      if (unpacked.exitCode !== 0)
-        throw new Error(`unpacking node failed: ${unpacked.stderrText.trim().slice(-400)}`);
-    } else {
-      await sandbox.writeFile(temporary, await readFile(host.path), { ...call, mode: 0o755 });
-      const moved = await sandbox.exec(
-        ['sh', '-c', `chmod 755 ${quoted.temporary} && mv -f ${quoted.temporary} ${quoted.target}`],
-        {
-          cwd: '/',
-          timeoutMs: PROBE_TIMEOUT_MS,
-          maxOutputBytes: 4096,
-          ...call,
-        },
-      );
-      if (moved.exitCode !== 0)
-        throw new Error(`placing node failed: ${moved.stderrText.trim().slice(-400)}`);
+    for (let offset = 0; offset < bytes.byteLength; offset += UPLOAD_PART_BYTES) {
+      const part = `${temporary}.part${parts.length}`;
+      parts.push(part);
+      await writePart(sandbox, part, bytes.subarray(offset, offset + UPLOAD_PART_BYTES), call);
     }
+    const joined = parts.map((part) => shellQuote(part)).join(' ');
+    const quoted = { temporary: shellQuote(temporary), target: shellQuote(target) };
+    const assembled = await sandbox.exec(
+      [
+        'sh',
+        '-c',
+        `cat ${joined} ${compressed ? '| gzip -dc ' : ''}> ${quoted.temporary} && rm -f ${joined} && chmod 755 ${quoted.temporary} && mv -f ${quoted.temporary} ${quoted.target}`,
+      ],
+      { cwd: '/', timeoutMs: UNPACK_TIMEOUT_MS, maxOutputBytes: 4096, ...call },
+    );
+    if (assembled.exitCode !== 0)
+      throw new Error(`placing node failed: ${assembled.stderrText.trim().slice(-400)}`);
   } finally {
     await sandbox
-      .exec(['rm', '-f', temporary, `${temporary}.gz`], {
+      .exec(['rm', '-f', temporary, ...parts], {
         cwd: '/',
         timeoutMs: PROBE_TIMEOUT_MS,
         maxOutputBytes: 1024,
