@@ -47,9 +47,11 @@ const largeFileBytes = 16 * 1024 * 1024;
  * itself when a key is given. The file gets its own emulator and owner tag, both removed after it.
  */
 export async function registerDaytonaConformance(shard?: ConformanceTarget['shard']): Promise<void> {
-  const problem = await emulatorProblem();
+  // A live run (npm run test:live) runs the suite against the service alone, under the run's owner tag.
+  const live = process.env.WS_LIVE === 'daytona';
+  const problem = live ? 'a live run: the emulator is not used' : await emulatorProblem();
   // Every sandbox of the file carries this owner tag, so the file can remove what it left.
-  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const owner = (live && process.env.WS_LIVE_OWNER) || `ws-test-${generateId().slice(0, 8)}`;
   const emulated = problem ? undefined : await connection();
   if (problem) console.warn(`[daytona] skipped: ${problem}`);
 
@@ -114,9 +116,10 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
     },
   });
 
-  // The same suite against Daytona itself, when a key is given (DAYTONA_API_KEY, and DAYTONA_API_URL
-  // for another deployment). Sandboxes are billed while the run lasts; afterAll deletes them.
-  const realKey = process.env.DAYTONA_REAL_API_KEY ?? process.env.DAYTONA_API_KEY;
+  // The same suite against Daytona itself in a live run (`npm run test:live -- daytona`, with
+  // DAYTONA_API_KEY, and DAYTONA_API_URL for another deployment). Sandboxes are billed while the run
+  // lasts; afterAll deletes them, and the live run removes whatever its owner tag still holds.
+  const realKey = live ? process.env.DAYTONA_API_KEY : undefined;
   const real = realKey ? { apiKey: realKey, apiUrl: process.env.DAYTONA_API_URL } : undefined;
   await registerConformanceSuite({
     name: 'daytona (Daytona service)',
@@ -126,7 +129,7 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
     skipReason: () =>
       realKey
         ? undefined
-        : 'no DAYTONA_API_KEY: set it to run the suite against Daytona itself (sandboxes are billed)',
+        : 'not a live run: `DAYTONA_API_KEY=… npm run test:live -- daytona` runs it against Daytona itself (sandboxes are billed)',
     leftovers: leftoversOn(real),
     process: {
       module: built,

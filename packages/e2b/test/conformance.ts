@@ -46,9 +46,11 @@ const largeFileBytes = 16 * 1024 * 1024;
  * when a key is given. The file gets its own emulator and owner tag, both removed after it.
  */
 export async function registerE2BConformance(shard?: ConformanceTarget['shard']): Promise<void> {
-  const problem = await emulatorProblem();
+  // A live run (npm run test:live) runs the suite against the service alone, under the run's owner tag.
+  const live = process.env.WS_LIVE === 'e2b';
+  const problem = live ? 'a live run: the emulator is not used' : await emulatorProblem();
   // Every sandbox of the file carries this owner tag, so the file can remove what it left.
-  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const owner = (live && process.env.WS_LIVE_OWNER) || `ws-test-${generateId().slice(0, 8)}`;
   const emulated = problem ? undefined : await connection();
   if (problem) console.warn(`[e2b] skipped: ${problem}`);
 
@@ -117,9 +119,10 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
     },
   });
 
-  // The same suite against E2B itself, when a key is given (E2B_API_KEY, and E2B_DOMAIN or
-  // E2B_API_URL for another deployment). Sandboxes are billed while the run lasts; afterAll kills them.
-  const realKey = process.env.E2B_REAL_API_KEY ?? process.env.E2B_API_KEY;
+  // The same suite against E2B itself in a live run (`npm run test:live -- e2b`, with E2B_API_KEY, and
+  // E2B_DOMAIN or E2B_API_URL for another deployment). Sandboxes are billed while the run lasts;
+  // afterAll kills them, and the live run removes whatever its owner tag still holds.
+  const realKey = live ? process.env.E2B_API_KEY : undefined;
   await registerConformanceSuite({
     name: 'e2b (E2B service)',
     shard,
@@ -129,7 +132,7 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
     skipReason: () =>
       realKey
         ? undefined
-        : 'no E2B_API_KEY: set it to run the suite against E2B itself (sandboxes are billed)',
+        : 'not a live run: `E2B_API_KEY=… npm run test:live -- e2b` runs it against E2B itself (sandboxes are billed)',
     leftovers: leftoversOn(realKey ? { apiKey: realKey } : undefined),
     process: {
       module: built,

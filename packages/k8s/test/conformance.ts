@@ -72,11 +72,13 @@ export async function registerK8sConformance(
   variant: 'gateway' | 'exec only',
   shard?: ConformanceTarget['shard'],
 ): Promise<void> {
-  const problem = await emulatorProblem();
+  // A live run (npm run test:live) runs the suite against the service alone, under the run's owner tag.
+  const live = process.env.WS_LIVE === 'k8s';
+  const problem = live ? 'a live run: the emulator is not used' : await emulatorProblem();
   if (problem) console.warn(`[k8s] skipped: ${problem}`);
   const emulated = problem ? undefined : await connection();
   // Every object of the file carries this owner tag, so the file can remove what it left.
-  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const owner = (live && process.env.WS_LIVE_OWNER) || `ws-test-${generateId().slice(0, 8)}`;
 
   afterAll(async () => {
     for (const tag of [owner, `${owner}-2`])
@@ -165,10 +167,11 @@ export async function registerK8sConformance(
   });
   if (bare) return;
 
-  // The same suite against a real cluster, when asked for: WS_K8S_REAL_KUBECONFIG names a kubeconfig
-  // file (a plain KUBECONFIG is not enough, so that no run reaches a cluster by accident),
-  // WS_K8S_REAL_NAMESPACE the namespace (default `ws-test`), WS_K8S_REAL_IMAGE an image with node 18+.
-  const realKubeconfig = process.env.WS_K8S_REAL_KUBECONFIG;
+  // The same suite against a real cluster in a live run (`npm run test:live -- k8s`):
+  // WS_K8S_REAL_KUBECONFIG names a kubeconfig file (a plain KUBECONFIG is not enough, so that no run
+  // reaches a cluster by accident), WS_K8S_REAL_NAMESPACE the namespace (default `ws-test`),
+  // WS_K8S_REAL_IMAGE an image with node 18+.
+  const realKubeconfig = live ? process.env.WS_K8S_REAL_KUBECONFIG : undefined;
   const realNamespace = process.env.WS_K8S_REAL_NAMESPACE ?? 'ws-test';
   const realImage = process.env.WS_K8S_REAL_IMAGE ?? DEFAULT_K8S_IMAGE;
   // No policy area here: a NetworkPolicy leaves the Pod its interface (the area's no-network case
@@ -181,7 +184,7 @@ export async function registerK8sConformance(
     skipReason: () =>
       realKubeconfig
         ? undefined
-        : 'no WS_K8S_REAL_KUBECONFIG: set it to a kubeconfig file to run the suite against that cluster (Pods and PVCs are created in WS_K8S_REAL_NAMESPACE, default ws-test)',
+        : 'not a live run: `WS_K8S_REAL_KUBECONFIG=… npm run test:live -- k8s` runs it against that cluster (Pods and PVCs are created in WS_K8S_REAL_NAMESPACE, default ws-test)',
     leftovers: leftoversOn(realKubeconfig, realNamespace),
     process: {
       module: built,

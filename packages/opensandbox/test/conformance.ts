@@ -51,9 +51,11 @@ const largeFileBytes = 16 * 1024 * 1024;
  * after it.
  */
 export async function registerOpenSandboxConformance(shard?: ConformanceTarget['shard']): Promise<void> {
-  const problem = await emulatorProblem();
+  // A live run (npm run test:live) runs the suite against the service alone, under the run's owner tag.
+  const live = process.env.WS_LIVE === 'opensandbox';
+  const problem = live ? 'a live run: the emulator is not used' : await emulatorProblem();
   // Every sandbox of the file carries this owner tag, so the file can remove what it left.
-  const owner = `ws-test-${generateId().slice(0, 8)}`;
+  const owner = (live && process.env.WS_LIVE_OWNER) || `ws-test-${generateId().slice(0, 8)}`;
   const emulated = problem ? undefined : await connection();
   if (problem) console.warn(`[opensandbox] skipped: ${problem}`);
 
@@ -110,9 +112,10 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
     }),
   });
 
-  // The same suite against an OpenSandbox server, when one is given (OPEN_SANDBOX_DOMAIN and
-  // OPEN_SANDBOX_API_KEY; OPEN_SANDBOX_IMAGE for an image with node, else AgentScope's default).
-  const realDomain = process.env.OPEN_SANDBOX_DOMAIN;
+  // The same suite against an OpenSandbox server in a live run (`npm run test:live -- opensandbox`,
+  // with OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY; OPEN_SANDBOX_IMAGE for an image with node, else
+  // AgentScope's default).
+  const realDomain = live ? process.env.OPEN_SANDBOX_DOMAIN : undefined;
   const realKey = process.env.OPEN_SANDBOX_API_KEY;
   const real = realDomain && realKey ? { domain: realDomain, apiKey: realKey } : undefined;
   const realImage = process.env.OPEN_SANDBOX_IMAGE;
@@ -126,7 +129,7 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
     skipReason: () =>
       real
         ? undefined
-        : 'no OPEN_SANDBOX_DOMAIN and OPEN_SANDBOX_API_KEY: set both to run the suite against an OpenSandbox server',
+        : 'not a live run: `OPEN_SANDBOX_DOMAIN=… OPEN_SANDBOX_API_KEY=… npm run test:live -- opensandbox` runs it against that server',
     leftovers: leftoversOn(real),
     process: {
       module: built,
