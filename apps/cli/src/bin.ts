@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { isWsError } from '@ws/core';
-import { cliVersion, parseCommand, parseDuration, UsageError } from './cli-args.js';
+import { cliVersion, closest, parseCommand, parseDuration, UsageError } from './cli-args.js';
 import { runDemo } from './demo.js';
 import { runExec } from './exec.js';
 import { runGc, runLs } from './gc-command.js';
@@ -41,6 +41,9 @@ Options:
   --timeout TIME   give up after TIME (default 60s)
   -h, --help       show this text
 `;
+
+/** The subcommands, for "did you mean". */
+const COMMANDS = ['serve', 'exec', 'ls', 'gc', 'demo', 'help', 'version'] as const;
 
 async function main(argv: string[], signal: AbortSignal): Promise<number> {
   const [command, ...rest] = argv;
@@ -88,12 +91,17 @@ async function main(argv: string[], signal: AbortSignal): Promise<number> {
         signal,
       );
     }
-    default:
+    default: {
+      const near = command.startsWith('-')
+        ? closest(command.replace(/^-+/, ''), ['help', 'version'])
+        : closest(command, COMMANDS);
+      const meant = near ? `; did you mean ${command.startsWith('-') ? '--' : ''}${near}?` : '';
       throw new UsageError(
         command.startsWith('-')
-          ? `unknown option ${command} (see ws --help)`
-          : `unknown command ${JSON.stringify(command)} (see ws --help)`,
+          ? `unknown option ${command}${meant} (see ws --help)`
+          : `unknown command ${JSON.stringify(command)}${meant} (see ws --help)`,
       );
+    }
   }
 }
 

@@ -38,11 +38,44 @@ export function parseCommand<Options extends OptionSpec>(
   } catch (error) {
     if (error instanceof UsageError) throw error;
     const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    const unknown = (error as { code?: string }).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION';
+    const flag = unknown ? /'(-{1,2}[^'\s=]+)/.exec(message ?? '')?.[1] : undefined;
+    const near = flag?.startsWith('--') ? closest(flag.slice(2), Object.keys(options)) : undefined;
     // Node's messages suggest `--` for values starting with a dash; the first sentence is enough.
     throw new UsageError(
-      `ws ${command}: ${message?.replace(/\.? To specify a positional.*$/, '').replace(/\.$/, '')} (see ws ${command} --help)`,
+      `ws ${command}: ${message?.replace(/\.? To specify a positional.*$/, '').replace(/\.$/, '')}${near ? `; did you mean --${near}?` : ''} (see ws ${command} --help)`,
     );
   }
+}
+
+/** The edit distance of two short strings (insertions, deletions, substitutions, transpositions). */
+function distance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  for (let i = 1; i <= a.length; i++)
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(rows[i - 1]![j]! + 1, rows[i]![j - 1]! + 1, rows[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1])
+        best = Math.min(best, rows[i - 2]![j - 2]! + 1);
+      rows[i]![j] = best;
+    }
+  return rows[a.length]![b.length]!;
+}
+
+/**
+ * The candidate `word` was most likely meant as (a typo of at most a third of its length, at least
+ * one edit), or undefined when none is that near.
+ */
+export function closest(word: string, candidates: readonly string[]): string | undefined {
+  let best: { name: string; cost: number } | undefined;
+  for (const name of candidates) {
+    const cost = distance(word.toLowerCase(), name.toLowerCase());
+    if (cost <= Math.max(1, Math.floor(word.length / 3)) && (!best || cost < best.cost))
+      best = { name, cost };
+  }
+  return best?.name;
 }
 
 const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };

@@ -40,6 +40,7 @@ export async function runExec(args: string[], signal: AbortSignal): Promise<numb
   if (argv.length === 0) throw new UsageError('ws exec: no command given (ws exec -- <command> [args…])');
   const timeoutMs = values.timeout === undefined ? undefined : parseDuration('timeout', values.timeout);
   const opened = await openWorkspace(values, signal);
+  let streamedStderr = false;
   try {
     const result = await opened.workspace.getSandbox().exec(argv, {
       signal,
@@ -51,9 +52,15 @@ export async function runExec(args: string[], signal: AbortSignal): Promise<numb
         : {
             // Returning the write's promise pauses reading while the terminal or pipe is full.
             onStdout: (chunk: Uint8Array) => write(process.stdout, chunk),
-            onStderr: (chunk: Uint8Array) => write(process.stderr, chunk),
+            onStderr: (chunk: Uint8Array) => {
+              streamedStderr = true;
+              return write(process.stderr, chunk);
+            },
           }),
     });
+    // A message the backend gave without streaming it (a command that could not start) is shown too.
+    if (!values.json && !streamedStderr && result.stderr.length > 0)
+      await write(process.stderr, result.stderr);
     if (values.json) {
       const { exitCode, stdoutText: stdout, stderrText: stderr, timedOut, truncated } = result;
       process.stdout.write(`${JSON.stringify({ exitCode, stdout, stderr, timedOut, truncated })}\n`);

@@ -101,7 +101,16 @@ describe('ws: bad input gives one line and a non-zero exit', () => {
       ['serve', '--owner', 'me'],
       /--owner does not apply to the local/,
     ],
-    ['an unknown ls flag', ['ls', '--bogus'], /Unknown option '--bogus'/],
+    ['an unknown ls flag', ['ls', '--bogus'], /Unknown option '--bogus' \(see ws ls --help\)/],
+    [
+      'a mistyped exec flag',
+      ['exec', '--jsn', '--', 'true'],
+      /Unknown option '--jsn'; did you mean --json\?/,
+    ],
+    ['a mistyped serve flag', ['serve', '--backnd', 'docker'], /did you mean --backend\?/],
+    ['a mistyped command', ['exce', '--', 'true'], /unknown command "exce"; did you mean exec\?/],
+    ['a mistyped top-level flag', ['--verison'], /unknown option --verison; did you mean --version\?/],
+    ['a command nothing is near', ['deploy'], /unknown command "deploy" \(see ws --help\)/],
     ['ls on the local backend without a root', ['ls'], /--root DIR/],
     [
       'a root that does not exist',

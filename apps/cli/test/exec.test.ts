@@ -23,6 +23,11 @@ describe('ws exec --backend local', () => {
     expect(result).toEqual({ status: 3, stdout: 'out\n', stderr: 'err\n' });
   });
 
+  it("prints why a command could not start on stderr, exit 127 (the shell's message)", () => {
+    const result = runWs(['exec', '--', 'no-such-cmd-ws']);
+    expect(result).toEqual({ status: 127, stdout: '', stderr: 'no-such-cmd-ws: command not found\n' });
+  });
+
   it('passes arguments verbatim and runs in --workdir, which persists', async () => {
     const workdir = join(scratch, 'persist');
     const result = runWs([

@@ -126,11 +126,16 @@ export function execArea(context: AreaContext): void {
     conformanceCase(
       context,
       'exec.missing-binary',
-      'reports a missing executable as exit 127 with a message, not a throw',
+      'reports a missing executable as exit 127 with a message, not a throw; a stderr listener hears of it too',
       async () => {
-        const result = await sandbox.exec(['ws-no-such-binary-x']);
+        const heard: Uint8Array[] = [];
+        const result = await sandbox.exec(['ws-no-such-binary-x'], {
+          onStderr: (chunk) => void heard.push(chunk),
+        });
         expect(result.exitCode).toBe(127);
         expect(result.stderrText).toMatch(/ws-no-such-binary-x/);
+        // Streamed as it came: the wording may be the sandbox's own, the command is named.
+        expect(Buffer.concat(heard).toString('utf8')).toMatch(/ws-no-such-binary-x/);
       },
     );
 

@@ -201,7 +201,12 @@ export async function runHostCommand(
 
   try {
     const outcome = await exited;
-    if ('error' in outcome) return await spawnFailure(command, options.cwd, outcome.error);
+    if ('error' in outcome) {
+      const result = await spawnFailure(command, options.cwd, outcome.error);
+      // What a shell would have printed reaches a stderr listener too, as any other output does.
+      if (result.stderr.length > 0) await options.onStderr?.(result.stderr);
+      return result;
+    }
     await drainAfterExit(child, [stdout, stderr]);
     if (stopping) await stopping;
     if (aborted) throw abortError(options.signal);
