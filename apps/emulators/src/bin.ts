@@ -2,6 +2,7 @@
 // ws-emulator: runs a vendor emulator in the foreground (see USAGE). The env lines go to stdout, logs to
 // stderr; a usage error is one line on stderr and exit code 2.
 import { parseArgs } from 'node:util';
+import { LimitOptionError, parseLimitPairs, resolveLimits } from './limits.js';
 import {
   EMULATOR_VENDORS,
   type EmulatorVendor,
@@ -18,11 +19,21 @@ const USAGE = `${EMULATOR_VENDORS.map(
 ).join('\n')}
        ws-emulator --help
 
+Every emulator also takes --limit NAME=VALUE (repeatable): one of the vendor's limits it enforces, whose
+real defaults are
+${EMULATOR_VENDORS.map((vendor) => `  ${vendor}: ${limitList(vendor)}`).join('\n')}
+
 ${EMULATOR_VENDORS.map((vendor) => VENDOR_TABLE[vendor].help).join('\n\n')}
 
 Stopping an emulator leaves the sandboxes' containers (and the k8s emulator's volumes); remove them with
   docker rm -f $(docker ps -aq --filter label=ws.emulator=VENDOR)
   docker volume rm $(docker volume ls -q --filter label=ws.emulator=k8s)`;
+
+/** `name=default, …` of a vendor's limits, for the usage text. */
+function limitList(vendor: EmulatorVendor): string {
+  const entries = Object.entries(VENDOR_TABLE[vendor].limits);
+  return entries.length === 0 ? '(none)' : entries.map(([name, value]) => `${name}=${value}`).join(', ');
+}
 
 /** The options not every emulator takes, in the order a command line is checked for them. */
 const VENDOR_OPTIONS: readonly (ImageOption | VendorOption)[] = [
@@ -83,6 +94,7 @@ async function main(args: string[]): Promise<number> {
       'public-port'?: string;
       quiet?: boolean;
       'until-stdin-ends'?: boolean;
+      limit?: string[];
       help?: boolean;
     };
     positionals: string[];
@@ -103,6 +115,7 @@ async function main(args: string[]): Promise<number> {
         'public-port': { type: 'string' },
         quiet: { type: 'boolean' },
         'until-stdin-ends': { type: 'boolean' },
+        limit: { type: 'string', multiple: true },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -147,6 +160,13 @@ async function main(args: string[]): Promise<number> {
   const apiKeys = values['api-key'];
   if (apiKeys?.some((key) => key === '')) return fail('--api-key takes a non-empty key', 2);
   if (values.token === '') return fail('--token takes a non-empty token', 2);
+  let limits: Record<string, number> | undefined;
+  try {
+    if (values.limit) limits = { ...resolveLimits(entry.limits, parseLimitPairs(values.limit), vendor) };
+  } catch (error) {
+    if (error instanceof LimitOptionError) return fail(error.message, 2);
+    throw error;
+  }
   const onLog = values.quiet
     ? (line: string) => {
         if (line.startsWith(`${vendor}:`)) process.stderr.write(`${line}\n`);
@@ -165,6 +185,7 @@ async function main(args: string[]): Promise<number> {
       images,
       ...(values.token !== undefined ? { token: values.token } : {}),
       ...(values.kubeconfig !== undefined ? { kubeconfigPath: values.kubeconfig } : {}),
+      ...(limits ? { limits } : {}),
     });
   } catch (error) {
     return fail(error instanceof Error ? error.message : String(error), 1);

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { unimplementedOf } from './http/unimplemented.js';
 import { type EmulatorVendor, VENDOR_TABLE } from './vendor-table.js';
 
 /** The `ws-emulator` command of this package (built; from the sources too, it names the build). */
@@ -13,6 +14,11 @@ export interface EmulatorProcess {
   readonly env: Readonly<Record<string, string>>;
   /** Its instance: only its own sandboxes are its business. */
   readonly instance: string;
+  /**
+   * The requests it received and does not implement (`GET /v2/templates`, …), oldest first: a suite
+   * checks this is empty, so that no backend call is answered by a route the emulator lacks.
+   */
+  readonly unimplemented: readonly string[];
   /** Stops it (SIGTERM) and resolves once it exited; its sandboxes' containers stay. */
   stop(): Promise<void>;
 }
@@ -53,19 +59,29 @@ export function launchEmulator(
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
   };
+  const unimplemented: string[] = [];
   return new Promise<EmulatorProcess>((resolve, reject) => {
     let output = '';
     let log = '';
+    let partial = '';
     child.stderr.on('data', (chunk) => {
-      log += chunk;
+      // Until it listens, its log is kept for the error; after that, only unimplemented requests.
+      if (log.length < 65_536) log += chunk;
       if (options.trace) process.stderr.write(chunk);
+      const lines = (partial + chunk).split('\n');
+      partial = (lines.pop() ?? '').slice(-4096);
+      for (const line of lines) {
+        const what = unimplementedOf(line);
+        if (what !== undefined) unimplemented.push(what);
+      }
     });
     child.stdout.on('data', (chunk) => {
       output += chunk;
       const env = Object.fromEntries(
         [...output.matchAll(/^export ([A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!]),
       );
-      if (VENDOR_TABLE[vendor].envKeys.every((key) => key in env)) resolve({ env, instance, stop });
+      if (VENDOR_TABLE[vendor].envKeys.every((key) => key in env))
+        resolve({ env, instance, unimplemented, stop });
     });
     child.once('exit', (code, signal) =>
       reject(new Error(`ws-emulator ${vendor} exited (${signal ?? code}) before it listened: ${log.trim()}`)),

@@ -1,6 +1,11 @@
 import { DEFAULT_DAYTONA_SNAPSHOTS, startDaytonaEmulator } from './daytona/daytona-emulator.js';
+import { DAYTONA_LIMITS } from './daytona/limits.js';
 import { DEFAULT_E2B_TEMPLATES, startE2BEmulator } from './e2b/e2b-emulator.js';
+import { E2B_LIMITS } from './e2b/limits.js';
 import { DEFAULT_K8S_IMAGES, startK8sEmulator } from './k8s/k8s-emulator.js';
+import { K8S_LIMITS } from './k8s/limits.js';
+import type { LimitTable } from './limits.js';
+import { OPENSANDBOX_LIMITS } from './opensandbox/limits.js';
 import { DEFAULT_OPENSANDBOX_IMAGES, startOpenSandboxEmulator } from './opensandbox/opensandbox-emulator.js';
 
 /** The vendors `ws-emulator` serves. */
@@ -25,6 +30,8 @@ export interface VendorStartOptions {
   images: Record<string, string>;
   token?: string;
   kubeconfigPath?: string;
+  /** `--limit NAME=VALUE` pairs, names checked against the entry's `limits`. */
+  limits?: Record<string, number>;
 }
 
 /** A running emulator, as `ws-emulator` sees it. */
@@ -50,6 +57,8 @@ export interface VendorEntry {
   readonly options: readonly VendorOption[];
   /** Options of other emulators it refuses by naming its own (`--api-key`: use `--token`). */
   readonly instead?: Readonly<Partial<Record<VendorOption, VendorOption>>>;
+  /** The vendor's limits the emulator enforces, with the real service's defaults (`--limit` changes them). */
+  readonly limits: LimitTable;
   start(options: VendorStartOptions): Promise<StartedEmulator>;
 }
 
@@ -88,6 +97,7 @@ The unmodified e2b SDK uses it with the environment it prints:
     envKeys: ['E2B_API_URL', 'E2B_SANDBOX_URL', 'E2B_API_KEY'],
     images: { option: 'template', name: 'ID' },
     options: ['api-key'],
+    limits: E2B_LIMITS,
     start: ({ images, ...options }) => startE2BEmulator({ ...options, templates: images }),
   },
   daytona: {
@@ -108,6 +118,7 @@ The unmodified e2b SDK uses it with the environment it prints:
     envKeys: ['DAYTONA_API_URL', 'DAYTONA_API_KEY'],
     images: { option: 'snapshot', name: 'NAME' },
     options: ['public-port', 'api-key'],
+    limits: DAYTONA_LIMITS,
     start: ({ images, ...options }) => startDaytonaEmulator({ ...options, snapshots: images }),
   },
   k8s: {
@@ -129,6 +140,7 @@ persistent volume claims as named volumes, pod exec over WebSocket) and writes a
     images: { option: 'image', name: 'NAME' },
     options: ['token', 'kubeconfig'],
     instead: { 'api-key': 'token' },
+    limits: K8S_LIMITS,
     start: startK8sEmulator,
   },
   opensandbox: {
@@ -146,6 +158,7 @@ the unmodified @alibaba-group/opensandbox SDK uses it with
     envKeys: ['OPEN_SANDBOX_DOMAIN', 'OPEN_SANDBOX_API_KEY'],
     images: { option: 'image', name: 'NAME' },
     options: ['public-port', 'api-key'],
+    limits: OPENSANDBOX_LIMITS,
     start: startOpenSandboxEmulator,
   },
 };
