@@ -7,6 +7,7 @@ import {
   FileNotFoundError,
   InvalidArgumentError,
   NotFoundError,
+  RateLimitError,
   Sandbox,
   SandboxError,
   SandboxNotFoundError,
@@ -79,6 +80,13 @@ function envelopes(body: Buffer): { flags: number; message: Record<string, unkno
 async function accessToken(sandboxId: string): Promise<string> {
   const response = await fetch(`${emulator!.apiUrl}/sandboxes/${sandboxId}`, {
     headers: { 'x-api-key': connection().apiKey },
+  });
+  return ((await response.json()) as { envdAccessToken: string }).envdAccessToken;
+}
+
+async function accessTokenOf(started: E2BEmulator, apiKey: string, sandboxId: string): Promise<string> {
+  const response = await fetch(`${started.apiUrl}/sandboxes/${sandboxId}`, {
+    headers: { 'x-api-key': apiKey },
   });
   return ((await response.json()) as { envdAccessToken: string }).envdAccessToken;
 }
@@ -431,7 +439,7 @@ describe.skipIf(problem !== undefined)('E2B emulator driven by the e2b SDK', () 
     expect(await Sandbox.kill('no-such-sandbox', connection())).toBe(false);
     const template = await rejection(() => Sandbox.create('no-such-template', connection()));
     expect(template).toBeInstanceOf(SandboxError);
-    expect(String(template)).toMatch(/400.*no-such-template/);
+    expect(String(template)).toMatch(/404: template 'no-such-template' not found/);
 
     const guarded = await startE2BEmulator({ apiKeys: ['right-key'], instance: suite });
     try {
@@ -512,5 +520,158 @@ describe.skipIf(problem !== undefined)('an emulator started with network: false'
       await offline.close();
       await removeEmulatorSandboxes(docker, { instance });
     }
+  });
+});
+
+describe.skipIf(problem !== undefined)('E2B emulator: what it lacks, its limits, and closing', () => {
+  /** An emulator of its own instance, closed and cleaned up after `body`. */
+  async function withEmulator(
+    name: string,
+    options: Parameters<typeof startE2BEmulator>[0],
+    body: (
+      started: E2BEmulator,
+      opts: { apiKey: string; apiUrl: string; sandboxUrl: string },
+    ) => Promise<void>,
+  ): Promise<void> {
+    const instance = `${suite}-${name}`;
+    const started = await startE2BEmulator({ ...options, instance });
+    try {
+      await body(started, {
+        apiKey: started.env.E2B_API_KEY!,
+        apiUrl: started.apiUrl,
+        sandboxUrl: started.sandboxUrl,
+      });
+    } finally {
+      await started.close();
+      await removeEmulatorSandboxes(docker, { instance });
+    }
+  }
+
+  it('reports the requests it does not implement', async () => {
+    await withEmulator('unimpl', {}, async (started, opts) => {
+      const response = await fetch(`${started.apiUrl}/v2/templates?limit=1`, {
+        headers: { 'x-api-key': opts.apiKey },
+      });
+      expect(response.status).toBe(404);
+      const box = await Sandbox.create('base', opts);
+      // envd's WatchDir is not emulated: the SDK's call fails, and the emulator says so.
+      await rejection(() => box.files.watchDir('/tmp', () => {}));
+      expect(started.unimplemented).toEqual(['GET /v2/templates', 'rpc filesystem.Filesystem/WatchDir']);
+    });
+  });
+
+  it("answers as E2B's API and envd do: list limit, unknown sandbox, missing download", async () => {
+    await withEmulator('answers', {}, async (started, opts) => {
+      const headers = { 'x-api-key': opts.apiKey };
+      const tooMany = await fetch(`${started.apiUrl}/v2/sandboxes?limit=101`, { headers });
+      expect(tooMany.status).toBe(400);
+      const unknown = await fetch(`${started.apiUrl}/sandboxes/nope`, { headers });
+      expect(await unknown.json()).toEqual({
+        code: 404,
+        message: `Sandbox "nope" doesn't exist or you don't have access to it`,
+      });
+      const box = await Sandbox.create('base', opts);
+      const missing = await fetch(`${started.apiUrl}/files?path=/no/such/file`, {
+        headers: {
+          'e2b-sandbox-id': box.sandboxId,
+          'x-access-token': await accessTokenOf(started, opts.apiKey, box.sandboxId),
+        },
+      });
+      expect(missing.status).toBe(404);
+      expect(await missing.json()).toEqual({ code: 404, message: "path '/no/such/file' does not exist" });
+      expect(await rejection(() => box.files.read('/no/such/file'))).toBeInstanceOf(FileNotFoundError);
+    });
+  });
+
+  it('completes a kill and a pause it accepted though it is closed at once', async () => {
+    const instance = `${suite}-closing`;
+    const started = await startE2BEmulator({ instance });
+    const opts = { apiKey: started.env.E2B_API_KEY!, apiUrl: started.apiUrl, sandboxUrl: started.sandboxUrl };
+    try {
+      const killed = await Sandbox.create('base', opts);
+      const paused = await Sandbox.create('base', opts);
+      expect(await Sandbox.kill(killed.sandboxId, opts)).toBe(true);
+      // Its answer is lost with the connection; the pause itself must still happen.
+      const pausing = Sandbox.pause(paused.sandboxId, opts).catch(() => false);
+      // The pause is accepted (its request is in) before the emulator closes.
+      await sleep(30);
+      await started.close();
+      await pausing;
+      const left = await docker.listContainers({
+        all: true,
+        filters: { label: [`${E2B_LABELS.sandboxId}=${killed.sandboxId}`] },
+      });
+      expect(left).toEqual([]);
+      const [kept] = await docker.listContainers({
+        all: true,
+        filters: { label: [`${E2B_LABELS.sandboxId}=${paused.sandboxId}`] },
+      });
+      expect(kept?.State).toBe('paused');
+    } finally {
+      await started.close();
+      await removeEmulatorSandboxes(docker, { instance });
+    }
+  });
+
+  it('refuses a timeout beyond the maximum length, and cuts a longer set-timeout to it', async () => {
+    await withEmulator('timeout', { limits: { timeoutMaxMs: 120_000 } }, async (_started, opts) => {
+      const refused = await rejection(() => Sandbox.create('base', { ...opts, timeoutMs: 180_000 }));
+      expect(refused).toBeInstanceOf(SandboxError);
+      expect(String(refused)).toMatch(/400: Timeout cannot be greater than 0\.0333+ hours/);
+      expect(String(await rejection(() => Sandbox.create('base', { ...opts, timeoutMs: 0 })))).toMatch(
+        /400: Timeout must be greater than 0/,
+      );
+      const box = await Sandbox.create('base', { ...opts, timeoutMs: 60_000 });
+      await box.setTimeout(600_000);
+      const info = await box.getInfo();
+      expect(info.endAt.getTime() - info.startedAt.getTime()).toBeLessThanOrEqual(120_000);
+      expect(
+        String(await rejection(() => Sandbox.connect(box.sandboxId, { ...opts, timeoutMs: 600_000 }))),
+      ).toMatch(/Timeout cannot be greater than/);
+      // A paused sandbox is not in the API's store of running ones: setting its timeout finds nothing.
+      expect(await box.pause()).toBe(true);
+      expect(await rejection(() => box.setTimeout(30_000))).toBeInstanceOf(SandboxNotFoundError);
+    });
+  });
+
+  it('refuses a sandbox beyond the running ones allowed with 429, also on resume', async () => {
+    await withEmulator('concurrency', { limits: { sandboxes: 1 } }, async (_started, opts) => {
+      const first = await Sandbox.create('base', opts);
+      const refused = await rejection(() => Sandbox.create('base', opts));
+      expect(refused).toBeInstanceOf(RateLimitError);
+      expect(String(refused)).toMatch(/maximum number of concurrent E2B sandboxes \(1\)/);
+      expect(await first.pause()).toBe(true);
+      const second = await Sandbox.create('base', opts);
+      expect(await rejection(() => Sandbox.connect(first.sandboxId, opts))).toBeInstanceOf(RateLimitError);
+      await second.kill();
+      expect((await Sandbox.connect(first.sandboxId, opts)).sandboxId).toBe(first.sandboxId);
+    });
+  });
+
+  it('rate-limits the API per key with 429 and Retry-After, and refuses a body over its size', async () => {
+    await withEmulator(
+      'rate',
+      { limits: { apiRequestsPer30s: 2, apiRequestBytes: 2048 } },
+      async (started, opts) => {
+        const list = () => fetch(`${started.apiUrl}/v2/sandboxes`, { headers: { 'x-api-key': opts.apiKey } });
+        expect((await list()).status).toBe(200);
+        expect((await list()).status).toBe(200);
+        const limited = await list();
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        expect(await limited.json()).toEqual({ code: 429, message: 'Rate limit exceeded' });
+        expect(await rejection(() => Sandbox.list({ ...opts, retries: 0 }).nextItems())).toBeInstanceOf(
+          RateLimitError,
+        );
+        // Another key has its own budget.
+        const big = await fetch(`${started.apiUrl}/v2/sandboxes`, {
+          method: 'POST',
+          headers: { 'x-api-key': 'another-key', 'content-type': 'application/json' },
+          body: JSON.stringify({ templateID: 'base', metadata: { filler: 'x'.repeat(4096) } }),
+        });
+        expect(big.status).toBe(413);
+        expect(await big.text()).toBe('request too large');
+      },
+    );
   });
 });

@@ -13,7 +13,7 @@ import { type ConnectionOpts, InvalidArgumentError, Sandbox, type SandboxInfo } 
 import type { E2BNetworkOptions } from './e2b-policy.js';
 import { E2BSandbox } from './e2b-sandbox.js';
 import type { E2BWorkspaceOptions } from './e2b-workspace.js';
-import { translateE2BError } from './errors.js';
+import { maximumTimeoutHours, translateE2BError } from './errors.js';
 
 /** The workdir inside an E2B sandbox (as AgentScope's). */
 export const E2B_WORKDIR = '/home/user/workspace';
@@ -22,6 +22,8 @@ const GATEWAY_HOME = '/home/user/.ws';
 export const ATTACHED_DIR = `${GATEWAY_HOME}/attached`;
 /** E2B's default sandbox time limit (AgentScope's too). */
 export const DEFAULT_E2B_TIMEOUT_MS = 300_000;
+/** How many times the SDK sends a request again after E2B's rate limit refused it. */
+const RATE_LIMIT_RETRIES = 3;
 
 /** Options of {@link E2BProvider}: the workspace class's own (documented there), defaults resolved. */
 export type E2BProviderOptions = Omit<
@@ -56,10 +58,33 @@ export class E2BProvider implements Provider {
   readonly persistent = true;
   /** This object's hold on the sandbox, while open. */
   private attached: RemoteAttachment<Sandbox> | undefined;
+  /**
+   * The sandbox time limit asked of E2B: `timeoutMs`, or the longest a sandbox of the team may run once
+   * E2B refused more (its plan's maximum length: 1 h on the base tier).
+   */
+  private timeoutMs: number;
   /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
-  constructor(private readonly options: E2BProviderOptions) {}
+  constructor(private readonly options: E2BProviderOptions) {
+    this.timeoutMs = options.timeoutMs;
+  }
+
+  /**
+   * Runs a create or connect with the time limit; when E2B refuses it as longer than a sandbox may run,
+   * once more with that maximum (a workspace then lives in sandboxes of the plan's length).
+   */
+  private async withinMaximumLength<T>(call: (timeoutMs: number) => Promise<T>): Promise<T> {
+    try {
+      return await call(this.timeoutMs);
+    } catch (error) {
+      const hours = maximumTimeoutHours(error instanceof WsError ? error.cause : error);
+      const maximumMs = hours === undefined ? 0 : Math.floor(hours * 3600 + 1e-6) * 1000;
+      if (maximumMs <= 0 || maximumMs >= this.timeoutMs) throw error;
+      this.timeoutMs = maximumMs;
+      return call(maximumMs);
+    }
+  }
 
   /** The id of the sandbox the workspace is attached to, once it is. */
   get sandboxId(): string | undefined {
@@ -80,9 +105,10 @@ export class E2BProvider implements Provider {
       ...(domain ? { domain } : {}),
       ...(sandboxUrl ? { sandboxUrl } : {}),
       ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
-      // A request that may have reached E2B is never sent again by the SDK (a second create would
-      // make a second sandbox); the calls here decide themselves what is safe to repeat.
-      retries: 0,
+      // The SDK sends a request again only after a 429 with `Retry-After` (E2B's rate limit, which
+      // refused it undone), waiting as told within the request's time limit: safe for a create too.
+      // Every other failure is the calls' own to repeat or not.
+      retries: RATE_LIMIT_RETRIES,
       ...(signal ? { signal } : {}),
     };
   }
@@ -142,7 +168,8 @@ export class E2BProvider implements Provider {
       : await this.create(workspaceId, options.signal);
     this.attachMs = performance.now() - began;
     if (this.options.user !== undefined) await this.requireUser(sandbox, this.options.user);
-    const { timeoutMs, template, gateway } = this.options;
+    const { template, gateway } = this.options;
+    const timeoutMs = this.timeoutMs;
     const direct = new E2BSandbox(sandbox, E2B_WORKDIR, this.options.env ?? {}, this.options.user);
     this.attached = new RemoteAttachment({
       vendor: sandbox,
@@ -193,16 +220,14 @@ export class E2BProvider implements Provider {
   /** Connects to a sandbox (resuming a paused one): safe to send again. */
   private connect(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
     return withRetry(
-      async () => {
-        try {
-          return await Sandbox.connect(sandboxId, {
-            ...this.connection(signal),
-            timeoutMs: this.options.timeoutMs,
-          });
-        } catch (error) {
-          throw translateE2BError(error, `connecting to sandbox ${sandboxId}`);
-        }
-      },
+      () =>
+        this.withinMaximumLength(async (timeoutMs) => {
+          try {
+            return await Sandbox.connect(sandboxId, { ...this.connection(signal), timeoutMs });
+          } catch (error) {
+            throw translateE2BError(error, `connecting to sandbox ${sandboxId}`);
+          }
+        }),
       { safe: true, ...(signal ? { signal } : {}) },
     );
   }
@@ -213,22 +238,24 @@ export class E2BProvider implements Provider {
     // keeps the older.)
     const sandbox = await withRetry(
       () =>
-        Sandbox.create(this.options.template, {
-          ...this.connection(signal),
-          timeoutMs: this.options.timeoutMs,
-          metadata: {
-            ...this.options.metadata,
-            [WS_LABELS.id]: workspaceId,
-            [WS_LABELS.owner]: this.owner,
-            [WS_LABELS.created]: new Date().toISOString(),
-          },
-          ...(this.options.env ? { envs: { ...this.options.env } } : {}),
-          ...this.options.policy,
-          // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
-          lifecycle: { onTimeout: 'pause' },
-        }).catch((error: unknown) => {
-          throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
-        }),
+        this.withinMaximumLength((timeoutMs) =>
+          Sandbox.create(this.options.template, {
+            ...this.connection(signal),
+            timeoutMs,
+            metadata: {
+              ...this.options.metadata,
+              [WS_LABELS.id]: workspaceId,
+              [WS_LABELS.owner]: this.owner,
+              [WS_LABELS.created]: new Date().toISOString(),
+            },
+            ...(this.options.env ? { envs: { ...this.options.env } } : {}),
+            ...this.options.policy,
+            // A sandbox whose host went away pauses at its time limit: its files stay, its billing stops.
+            lifecycle: { onTimeout: 'pause' },
+          }).catch((error: unknown) => {
+            throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
+          }),
+        ),
       { safe: false, ...(signal ? { signal } : {}) },
     );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
@@ -281,13 +308,19 @@ export class E2BProvider implements Provider {
   async destroy(options: ProviderOpenOptions): Promise<void> {
     const found = await this.find(options.workspaceId);
     await Promise.all(
-      found.map(async ({ sandboxId }) => {
-        try {
-          await Sandbox.kill(sandboxId, this.connection());
-        } catch (error) {
-          throw translateE2BError(error, `killing sandbox ${sandboxId}`);
-        }
-      }),
+      found.map(({ sandboxId }) =>
+        // Killing again kills nothing more: safe to repeat.
+        withRetry(
+          async () => {
+            try {
+              await Sandbox.kill(sandboxId, this.connection());
+            } catch (error) {
+              throw translateE2BError(error, `killing sandbox ${sandboxId}`);
+            }
+          },
+          { safe: true },
+        ),
+      ),
     );
   }
 }

@@ -51,9 +51,45 @@ export async function startedNetworkedConnection(): Promise<EmulatorConnection |
   return networked ? networkedConnection().catch(() => undefined) : undefined;
 }
 
+const limited: Promise<EmulatorProcess>[] = [];
+
+/**
+ * The connection options of a new emulator with some of E2B's limits changed (`--limit NAME=VALUE`,
+ * names as in `E2B_LIMITS` of @ws/emulators), stopped by `stopEmulator()`.
+ */
+export async function limitedConnection(
+  limits: Readonly<Record<string, number>>,
+): Promise<EmulatorConnection> {
+  const launched = launchEmulator('e2b', [
+    '--template',
+    `base=${image}`,
+    '--no-network',
+    ...Object.entries(limits).flatMap(([name, value]) => ['--limit', `${name}=${value}`]),
+  ]);
+  limited.push(launched);
+  const { env } = await launched;
+  return { apiKey: env.E2B_API_KEY!, apiUrl: env.E2B_API_URL!, sandboxUrl: env.E2B_SANDBOX_URL! };
+}
+
+/**
+ * Stops the emulators this file started; then throws, listing them, when they received requests they
+ * do not implement: a backend call only a real E2B would answer fails the suite.
+ */
 export async function stopEmulator(): Promise<void> {
-  const running = [emulator, networked];
+  const running = [emulator, networked, ...limited];
   emulator = undefined;
   networked = undefined;
-  await Promise.all(running.map(async (launched) => (await launched?.catch(() => undefined))?.stop()));
+  limited.length = 0;
+  const stopped = await Promise.all(
+    running.map(async (launched) => {
+      const started = await launched?.catch(() => undefined);
+      await started?.stop();
+      return started;
+    }),
+  );
+  const unimplemented = stopped.flatMap((started) => started?.unimplemented ?? []);
+  if (unimplemented.length > 0)
+    throw new Error(
+      `The E2B emulator received requests it does not implement: ${[...new Set(unimplemented)].join(', ')}`,
+    );
 }

@@ -9,8 +9,13 @@ import {
   sendJson,
   stringMap as stringMapOf,
 } from '../http/http-util.js';
+import type { UnimplementedLog } from '../http/unimplemented.js';
+import { connectTimeoutSeconds, createTimeoutSeconds, integerSeconds, tooLarge } from './api-limits.js';
 import { egressRules } from './egress.js';
-import { DEFAULT_TIMEOUT_SECONDS, type SandboxRecord, type SandboxRegistry } from './sandbox-registry.js';
+import type { E2BLimits } from './limits.js';
+import type { RateLimiter } from './rate-limit.js';
+import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
+import type { ErrorBody, ListedSandboxBody, SandboxBody, SandboxDetailBody } from './sdk-types.js';
 
 /** What the REST control plane needs from the emulator. */
 export interface ControlPlaneContext {
@@ -21,12 +26,19 @@ export interface ControlPlaneContext {
   apiKeys: ReadonlySet<string> | undefined;
   envdVersion: string;
   resources: { cpuCount: number; memoryMB: number };
+  /** The limits in force (the real defaults, or what the emulator was started with). */
+  limits: Readonly<Record<keyof E2BLimits, number>>;
+  /** `apiRequestsPer30s`, per API key. */
+  rateLimiter: RateLimiter;
+  /** Where requests the emulator does not implement are reported. */
+  unimplemented: UnimplementedLog;
 }
 
 // Deprecated in E2B's API but still required in its schemas.
 const CLIENT_ID = 'ws-emulator';
 const DEFAULT_LIST_LIMIT = 100;
-const MAX_LIST_LIMIT = 1000;
+// The API spec's `maximum` of the `limit` parameter: its request validator answers 400 above it.
+const MAX_LIST_LIMIT = 100;
 const STATES = ['running', 'paused'] as const;
 
 type Route = (
@@ -58,6 +70,15 @@ export async function handleControlPlane(
     sendError(response, 401, apiKey ? 'Invalid API key' : 'Missing X-API-KEY header');
     return;
   }
+  const wait = context.rateLimiter.take(apiKey);
+  if (wait !== undefined) {
+    request.resume();
+    // As the control plane's rate limiter: whole seconds, at least one.
+    sendJson(response, 429, { code: 429, message: 'Rate limit exceeded' } satisfies ErrorBody, {
+      'retry-after': String(Math.max(1, Math.ceil(wait / 1000))),
+    });
+    return;
+  }
   const path = new URL(request.url ?? '/', 'http://emulator').pathname;
   let pathMatched = false;
   for (const route of ROUTES) {
@@ -71,9 +92,16 @@ export async function handleControlPlane(
     } catch {
       throw new HttpError(400, 'malformed sandbox id');
     }
-    await route.handle(context, request, response, id);
+    try {
+      await route.handle(context, request, response, id);
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.status !== 413) throw error;
+      request.resume();
+      tooLarge(response);
+    }
     return;
   }
+  context.unimplemented.report(`${request.method} ${path}`);
   if (pathMatched) sendError(response, 405, `${request.method} is not allowed on ${path}`);
   else sendError(response, 404, `${path} is not part of the emulated E2B API`);
 }
@@ -82,22 +110,17 @@ function stringMap(value: unknown, field: string): Record<string, string> {
   return stringMapOf(value, field, (reason) => new HttpError(400, reason));
 }
 
-function timeoutSeconds(value: unknown): number {
-  if (value === undefined || value === null) return DEFAULT_TIMEOUT_SECONDS;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
-    throw new HttpError(400, 'timeout must be a non-negative integer (seconds)');
-  }
-  return value;
-}
-
 function optionalBoolean(value: unknown, field: string): boolean | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'boolean') throw new HttpError(400, `${field} must be a boolean`);
   return value;
 }
 
-async function bodyObject(request: IncomingMessage): Promise<Record<string, unknown>> {
-  const body = await readJson(request);
+async function bodyObject(
+  context: ControlPlaneContext,
+  request: IncomingMessage,
+): Promise<Record<string, unknown>> {
+  const body = await readJson(request, context.limits.apiRequestBytes);
   if (body === undefined) return {};
   if (!isRecord(body)) throw new HttpError(400, 'request body must be a JSON object');
   return body;
@@ -112,17 +135,19 @@ async function resolveTemplate(
   try {
     await context.docker.getImage(image).inspect();
   } catch {
-    throw new HttpError(
-      400,
-      mapped
-        ? `template '${templateId}' maps to the image ${mapped}, which the Docker engine does not have`
-        : `template '${templateId}' not found (neither a configured template nor an image in the Docker engine)`,
-    );
+    // A template the team cannot see is 404 for the API; a configured one without its image is the
+    // emulator's own setup at fault.
+    if (mapped)
+      throw new HttpError(
+        400,
+        `template '${templateId}' maps to the image ${mapped}, which the Docker engine does not have`,
+      );
+    throw new HttpError(404, `template '${templateId}' not found`);
   }
   return mapped ? { image, alias: templateId } : { image };
 }
 
-function sandboxBody(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+function sandboxBody(context: ControlPlaneContext, record: SandboxRecord): SandboxBody {
   return {
     sandboxID: record.sandboxId,
     templateID: record.templateId,
@@ -135,7 +160,7 @@ function sandboxBody(context: ControlPlaneContext, record: SandboxRecord): Recor
   };
 }
 
-function listedBody(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+function listedBody(context: ControlPlaneContext, record: SandboxRecord): ListedSandboxBody {
   return {
     sandboxID: record.sandboxId,
     templateID: record.templateId,
@@ -153,7 +178,7 @@ function listedBody(context: ControlPlaneContext, record: SandboxRecord): Record
   };
 }
 
-function detailBody(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+function detailBody(context: ControlPlaneContext, record: SandboxRecord): SandboxDetailBody {
   return {
     ...listedBody(context, record),
     envdAccessToken: record.envdAccessToken,
@@ -165,7 +190,10 @@ function detailBody(context: ControlPlaneContext, record: SandboxRecord): Record
 }
 
 function notFound(sandboxId: string): HttpError {
-  return new HttpError(404, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+  return new HttpError(
+    404,
+    `Sandbox ${JSON.stringify(sandboxId)} doesn't exist or you don't have access to it`,
+  );
 }
 
 async function createSandbox(
@@ -173,12 +201,12 @@ async function createSandbox(
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
-  const body = await bodyObject(request);
+  const body = await bodyObject(context, request);
   const templateId = body.templateID;
   if (typeof templateId !== 'string' || templateId === '') throw new HttpError(400, 'templateID is required');
   const metadata = stringMap(body.metadata, 'metadata');
   const envVars = stringMap(body.envVars, 'envVars');
-  const timeout = timeoutSeconds(body.timeout);
+  const timeout = createTimeoutSeconds(context.limits, body.timeout);
   const autoPause = optionalBoolean(body.autoPause, 'autoPause') ?? false;
   const autoResume = isRecord(body.autoResume)
     ? (optionalBoolean(body.autoResume.enabled, 'autoResume.enabled') ?? false)
@@ -200,6 +228,7 @@ async function createSandbox(
     autoResume,
     allowInternetAccess,
     egress,
+    maxRunning: context.limits.sandboxes,
   });
   sendJson(response, 201, sandboxBody(context, record));
 }
@@ -326,10 +355,13 @@ async function setSandboxTimeout(
   response: ServerResponse,
   sandboxId: string,
 ): Promise<void> {
-  const body = await bodyObject(request);
-  if (body.timeout === undefined) throw new HttpError(400, 'timeout is required');
-  const timeout = timeoutSeconds(body.timeout);
-  if (!(await context.registry.setTimeout(sandboxId, timeout))) throw notFound(sandboxId);
+  const body = await bodyObject(context, request);
+  if (body.timeout === undefined) throw new HttpError(400, 'Error when parsing request: timeout is required');
+  // A negative timeout ends the sandbox now; a longer one than is left of its maximum length is cut.
+  const timeout = Math.max(0, integerSeconds(body.timeout));
+  const outcome = await context.registry.setTimeout(sandboxId, timeout, context.limits.timeoutMaxMs);
+  if (outcome === 'missing') throw notFound(sandboxId);
+  if (outcome === 'too-long') throw new HttpError(400, 'Max instance length exceeded');
   sendEmpty(response, 204);
 }
 
@@ -339,10 +371,11 @@ async function pauseSandbox(
   response: ServerResponse,
   sandboxId: string,
 ): Promise<void> {
-  await bodyObject(request);
+  await bodyObject(context, request);
   const outcome = await context.registry.pause(sandboxId);
   if (outcome === 'missing') throw notFound(sandboxId);
-  if (outcome === 'conflict') throw new HttpError(409, `sandbox ${sandboxId} is already paused`);
+  if (outcome === 'conflict')
+    throw new HttpError(409, `Error pausing sandbox - sandbox '${sandboxId}' is already paused`);
   sendEmpty(response, 204);
 }
 
@@ -352,8 +385,13 @@ async function connectSandbox(
   response: ServerResponse,
   sandboxId: string,
 ): Promise<void> {
-  const body = await bodyObject(request);
-  const outcome = await context.registry.connect(sandboxId, timeoutSeconds(body.timeout));
-  if (!outcome) throw notFound(sandboxId);
+  const body = await bodyObject(context, request);
+  const outcome = await context.registry.connect(
+    sandboxId,
+    connectTimeoutSeconds(context.limits, body.timeout),
+    context.limits,
+  );
+  if (outcome === 'missing') throw notFound(sandboxId);
+  if (outcome === 'too-long') throw new HttpError(400, 'Max instance length exceeded');
   sendJson(response, outcome.resumed ? 201 : 200, sandboxBody(context, outcome.record));
 }

@@ -6,12 +6,16 @@ import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { HttpError, sendError } from '../http/http-util.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
+import { UnimplementedLog } from '../http/unimplemented.js';
+import { resolveLimits } from '../limits.js';
 import { type ControlPlaneContext, handleControlPlane } from './control-plane.js';
 import { SANDBOX_ID_HEADER } from './envd-access.js';
 import { loadEnvdDescriptors } from './envd-descriptors.js';
 import { handleEnvdHttp } from './envd-http.js';
 import { registerEnvdServices } from './envd-rpc.js';
 import { E2B_CONTAINER_FILTER, E2B_LABELS, instanceFilter } from './labels.js';
+import { E2B_LIMITS, type E2BLimits } from './limits.js';
+import { RateLimiter } from './rate-limit.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 
 /** Templates of a default emulator: E2B's `base` is the workspace image of @ws/docker. */
@@ -45,6 +49,12 @@ export interface E2BEmulatorOptions extends SandboxNetworkOption {
    * suites) leave each other's sandboxes alone, and a restarted one finds its own. Default `default`.
    */
   instance?: string;
+  /**
+   * Changes to E2B's limits the emulator enforces (`E2B_LIMITS`: the base tier's maximum sandbox
+   * length `timeoutMaxMs`, running `sandboxes`, `apiRequestsPer30s` per API key, `apiRequestBytes`),
+   * so that a test can meet one cheaply. An unknown name or a value that is not a number ≥ 0 rejects.
+   */
+  limits?: Partial<Record<keyof E2BLimits, number>>;
 }
 
 /** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */
@@ -57,6 +67,12 @@ export interface E2BEmulator extends AsyncDisposable {
   sandboxUrl: string;
   /** `E2B_API_URL`, `E2B_SANDBOX_URL` and `E2B_API_KEY` for the SDK. */
   env: Record<string, string>;
+  /**
+   * The requests it received and does not implement (`GET /v2/templates`, `rpc process.Process/StreamInput`),
+   * oldest first; each is also logged as `e2b: unimplemented …`.
+   */
+  readonly unimplemented: readonly string[];
+  /** Stops serving; resolves once the kills and pauses it accepted are done (30 s at most). */
   close(): Promise<void>;
 }
 
@@ -83,6 +99,8 @@ function dockerClient(docker: E2BEmulatorOptions['docker']): Docker {
  */
 export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promise<E2BEmulator> {
   const log = options.onLog ?? (() => {});
+  const limits = resolveLimits(E2B_LIMITS, options.limits, 'e2b');
+  const unimplemented = new UnimplementedLog('e2b', log);
   const descriptors = loadEnvdDescriptors();
   const docker = dockerClient(options.docker);
   try {
@@ -106,14 +124,22 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
     apiKeys: options.apiKeys ? new Set(options.apiKeys) : undefined,
     envdVersion: EMULATED_ENVD_VERSION,
     resources: await hostResources(docker),
+    limits,
+    rateLimiter: new RateLimiter(limits.apiRequestsPer30s, 30_000),
+    unimplemented,
   };
   const rpc = connectNodeAdapter({
     routes: (router) =>
-      registerEnvdServices(router, descriptors, { registry, keepaliveMs: options.keepaliveMs ?? 50_000 }),
+      registerEnvdServices(router, descriptors, {
+        registry,
+        keepaliveMs: options.keepaliveMs ?? 50_000,
+        unimplemented,
+      }),
     grpc: false,
     grpcWeb: false,
     jsonOptions: { ignoreUnknownFields: true },
     fallback: (request, response) => {
+      unimplemented.report(`${request.method} ${new URL(request.url ?? '/', 'http://emulator').pathname}`);
       request.resume();
       sendError(response as ServerResponse, 404, `${request.url} is not part of the emulated envd`);
     },
@@ -126,7 +152,7 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
     );
     try {
       if (request.headers[SANDBOX_ID_HEADER] !== undefined) {
-        if (!(await handleEnvdHttp(registry, request, response))) rpc(request, response);
+        if (!(await handleEnvdHttp(registry, request, response, unimplemented))) rpc(request, response);
         return;
       }
       await handleControlPlane(context, request, response);
@@ -145,9 +171,14 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
   const url = `http://127.0.0.1:${port}`;
   log(`e2b: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);
 
-  const close = serverCloser(server, () => {
+  const closeServer = serverCloser(server, () => {
     registry.close();
   });
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= closeServer().then(() => registry.settle());
+    return closing;
+  };
   return {
     url,
     apiUrl: url,
@@ -156,6 +187,9 @@ export async function startE2BEmulator(options: E2BEmulatorOptions = {}): Promis
       E2B_API_URL: url,
       E2B_SANDBOX_URL: url,
       E2B_API_KEY: options.apiKeys?.[0] ?? DEFAULT_E2B_API_KEY,
+    },
+    get unimplemented() {
+      return unimplemented.requests;
     },
     close,
     [Symbol.asyncDispose]: close,

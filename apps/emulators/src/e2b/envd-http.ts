@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { HttpError, sendEmpty, sendError, sendJson } from '../http/http-util.js';
 import { MultipartError, multipartBoundary, parseMultipart } from '../http/multipart.js';
+import type { UnimplementedLog } from '../http/unimplemented.js';
 import { resolveSandboxPath } from './accounts.js';
 import { EnvdAccessError, type EnvdCaller, resolveEnvdCaller, SANDBOX_ID_HEADER } from './envd-access.js';
 import { FileOperationError } from './file-ops.js';
@@ -36,6 +37,7 @@ export async function handleEnvdHttp(
   registry: SandboxRegistry,
   request: IncomingMessage,
   response: ServerResponse,
+  unimplemented: UnimplementedLog,
 ): Promise<boolean> {
   const url = new URL(request.url ?? '/', 'http://emulator');
   if (url.pathname === '/health') {
@@ -48,7 +50,10 @@ export async function handleEnvdHttp(
     const caller = await resolveEnvdCaller(registry, headerSource(request), username);
     if (request.method === 'GET') await download(caller, url, response);
     else if (request.method === 'POST') await upload(caller, url, request, response);
-    else throw new HttpError(405, `${request.method} is not allowed on /files`);
+    else {
+      unimplemented.report(`${request.method} /files`);
+      throw new HttpError(405, `${request.method} is not allowed on /files`);
+    }
   } catch (error) {
     const known = toHttpError(error);
     if (!known) throw error;
@@ -78,7 +83,12 @@ async function health(
 
 async function download(caller: EnvdCaller, url: URL, response: ServerResponse): Promise<void> {
   const path = resolveSandboxPath(url.searchParams.get('path') ?? undefined, caller.account.home);
-  const probe = await caller.files.probe(path, caller.account);
+  const probe = await caller.files.probe(path, caller.account).catch((error: unknown) => {
+    // envd's download says it in its own words (its RPCs say `file not found: …`).
+    if (error instanceof FileOperationError && error.httpStatus === 404)
+      throw new HttpError(404, `path '${path}' does not exist`);
+    throw error;
+  });
   if (probe.kind === 'directory') throw new HttpError(400, `path '${path}' is a directory`);
   if (probe.kind !== 'file') throw new HttpError(400, `path '${path}' is not a regular file`);
   const headers = {
@@ -138,6 +148,7 @@ async function upload(
   response: ServerResponse,
 ): Promise<void> {
   const queryPath = url.searchParams.get('path') || undefined;
+  // envd's `EntryInfo` of its REST spec (the SDK types its REST client with it, but exports neither).
   const written: { name: string; path: string; type: 'file' }[] = [];
   const boundary = multipartBoundary(request.headers['content-type']);
   const home = caller.account.home;

@@ -12,12 +12,14 @@ import {
   type HandlerContext,
   type MethodImpl,
 } from '@connectrpc/connect';
+import type { UnimplementedLog } from '../http/unimplemented.js';
 import { resolveSandboxPath } from './accounts.js';
 import { type EnvdCaller, requireSandbox, resolveEnvdCaller } from './envd-access.js';
 import type { EnvdDescriptors } from './envd-descriptors.js';
 import type { EventQueue } from './event-queue.js';
 import type { ManagedProcess, ProcessConfig, ProcessEventValue } from './process-table.js';
 import type { SandboxRegistry } from './sandbox-registry.js';
+import type { EntryInfoMessage, ProcessListMessage, ProcessStreamMessage } from './sdk-types.js';
 
 // The request messages, as the handlers read them (the router decodes them with the SDK's descriptors).
 type Selector = {
@@ -51,6 +53,8 @@ export interface EnvdServiceOptions {
   registry: SandboxRegistry;
   /** Period of keepalive events on idle process streams (0: none). */
   keepaliveMs: number;
+  /** Where calls of methods the emulator does not implement are reported. */
+  unimplemented: UnimplementedLog;
 }
 
 const SIGNALS: Readonly<Record<number, 'SIGKILL' | 'SIGTERM'>> = { 9: 'SIGKILL', 15: 'SIGTERM' };
@@ -80,7 +84,7 @@ async function* follow(
   queue: EventQueue<ProcessEventValue>,
   context: HandlerContext,
   keepaliveMs: number,
-): AsyncGenerator<Message> {
+): AsyncGenerator<ProcessStreamMessage> {
   const leave = () => process.unsubscribe(queue);
   context.signal.addEventListener('abort', leave, { once: true });
   try {
@@ -97,7 +101,7 @@ async function* relay(
   queue: EventQueue<ProcessEventValue>,
   context: HandlerContext,
   keepaliveMs: number,
-): AsyncGenerator<Message> {
+): AsyncGenerator<ProcessStreamMessage> {
   for (;;) {
     const next = await queue.next(context.signal, keepaliveMs);
     if (next.kind === 'end') return;
@@ -110,13 +114,14 @@ function processService(options: EnvdServiceOptions): Record<string, Unary | Str
   return {
     list: (async (_request: Message, context: HandlerContext) => {
       const sandbox = requireSandbox(options.registry, context.requestHeader);
-      return {
+      const listed: ProcessListMessage = {
         processes: sandbox.processes.list().map((process) => ({
           config: process.config,
           pid: process.pid,
           ...(process.tag !== undefined ? { tag: process.tag } : {}),
         })),
       };
+      return listed;
     }) as Unary,
 
     start: async function* (request: StartRequest, context: HandlerContext) {
@@ -185,30 +190,38 @@ function filesystemService(options: EnvdServiceOptions): Record<string, Unary | 
   return {
     stat: (async (request: { path: string }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
-      return { entry: await files.stat(resolveSandboxPath(request.path, account.home), account) };
+      const entry: EntryInfoMessage = await files.stat(
+        resolveSandboxPath(request.path, account.home),
+        account,
+      );
+      return { entry };
     }) as Unary,
 
     listDir: (async (request: { path: string; depth: number }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
-      return {
-        entries: await files.list(
-          resolveSandboxPath(request.path, account.home),
-          request.depth || 1,
-          account,
-        ),
-      };
+      const entries: EntryInfoMessage[] = await files.list(
+        resolveSandboxPath(request.path, account.home),
+        request.depth || 1,
+        account,
+      );
+      return { entries };
     }) as Unary,
 
     makeDir: (async (request: { path: string }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
-      return { entry: await files.makeDir(resolveSandboxPath(request.path, account.home), account) };
+      const entry: EntryInfoMessage = await files.makeDir(
+        resolveSandboxPath(request.path, account.home),
+        account,
+      );
+      return { entry };
     }) as Unary,
 
     move: (async (request: { source: string; destination: string }, context: HandlerContext) => {
       const { account, files } = await caller(options, context);
       const source = resolveSandboxPath(request.source, account.home);
       const destination = resolveSandboxPath(request.destination, account.home);
-      return { entry: await files.move(source, destination, account) };
+      const entry: EntryInfoMessage = await files.move(source, destination, account);
+      return { entry };
     }) as Unary,
 
     remove: (async (request: { path: string }, context: HandlerContext) => {
@@ -223,42 +236,45 @@ function register(
   router: ConnectRouter,
   service: DescService,
   impl: Record<string, Unary | Streaming>,
+  log: UnimplementedLog,
 ): void {
   for (const method of service.methods) {
     const handler = impl[method.localName];
     if (method.methodKind === 'unary') {
       router.rpc(
         method as DescMethodUnary<DescMessage, DescMessage>,
-        (handler ?? unimplemented(method)) as MethodImpl<DescMethodUnary<DescMessage, DescMessage>>,
+        (handler ?? unimplemented(method, log)) as MethodImpl<DescMethodUnary<DescMessage, DescMessage>>,
       );
     } else if (method.methodKind === 'server_streaming') {
       router.rpc(
         method as DescMethodServerStreaming<DescMessage, DescMessage>,
-        (handler ?? unimplementedStream(method)) as MethodImpl<
+        (handler ?? unimplementedStream(method, log)) as MethodImpl<
           DescMethodServerStreaming<DescMessage, DescMessage>
         >,
       );
     }
-    // Client-streaming (Process/StreamInput) is left out: the router answers `unimplemented` for it.
+    // Client-streaming (Process/StreamInput) is left out: its path reaches the fallback, which reports it.
   }
 }
 
-function unimplemented(method: DescMethod): Unary {
+function notImplemented(method: DescMethod, log: UnimplementedLog): ConnectError {
+  log.report(`rpc ${method.parent.typeName}/${method.name}`);
+  return new ConnectError(
+    `${method.parent.typeName}/${method.name} is not implemented by the emulator`,
+    Code.Unimplemented,
+  );
+}
+
+function unimplemented(method: DescMethod, log: UnimplementedLog): Unary {
   return async () => {
-    throw new ConnectError(
-      `${method.parent.typeName}/${method.name} is not implemented by the emulator`,
-      Code.Unimplemented,
-    );
+    throw notImplemented(method, log);
   };
 }
 
-function unimplementedStream(method: DescMethod): Streaming {
+function unimplementedStream(method: DescMethod, log: UnimplementedLog): Streaming {
   // biome-ignore lint/correctness/useYield: it fails before its first event
   return async function* () {
-    throw new ConnectError(
-      `${method.parent.typeName}/${method.name} is not implemented by the emulator`,
-      Code.Unimplemented,
-    );
+    throw notImplemented(method, log);
   };
 }
 
@@ -268,6 +284,6 @@ export function registerEnvdServices(
   descriptors: EnvdDescriptors,
   options: EnvdServiceOptions,
 ): void {
-  register(router, descriptors.process, processService(options));
-  register(router, descriptors.filesystem, filesystemService(options));
+  register(router, descriptors.process, processService(options), options.unimplemented);
+  register(router, descriptors.filesystem, filesystemService(options), options.unimplemented);
 }

@@ -4,6 +4,7 @@ import type Docker from 'dockerode';
 import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
+import { HttpError } from '../http/http-util.js';
 import { AccountResolver } from './accounts.js';
 import { type EgressRules, isOffline } from './egress.js';
 import {
@@ -26,6 +27,8 @@ export interface SandboxRecord extends Readonly<Omit<SandboxDescription, 'endAt'
   readonly container: Docker.Container;
   endAt: Date;
   state: SandboxState;
+  /** Its start or its last resume: the maximum length of a sandbox counts from there. */
+  runningSince: Date;
   readonly processes: ProcessTable;
   readonly accounts: AccountResolver;
 }
@@ -44,7 +47,20 @@ export interface CreateSandboxInput {
   allowInternetAccess: boolean | null;
   /** Recorded and reported; only an allow list that allows nothing is enforced (no network). */
   egress: EgressRules | undefined;
+  /** Running sandboxes allowed at once: one more is refused with 429. */
+  maxRunning: number;
 }
+
+/** What the control plane answers a create or resume beyond the running sandboxes allowed. */
+function concurrencyError(maxRunning: number): HttpError {
+  return new HttpError(
+    429,
+    `you have reached the maximum number of concurrent E2B sandboxes (${maxRunning}). If you need more, please visit 'https://e2b.dev/docs/billing'`,
+  );
+}
+
+/** The longest wait of `close()` for lifecycle changes already accepted. */
+const SETTLE_MS = 30_000;
 
 function sandboxIdOf(): string {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -63,6 +79,8 @@ export function sandboxContainerName(sandboxId: string): string {
 export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   /** The creation under way (see `create`). */
   private creating: Promise<unknown> = Promise.resolve();
+  /** Kills, pauses and expiries under way: `settle()` waits for them. */
+  private readonly changing = new Set<Promise<unknown>>();
 
   constructor(
     private readonly docker: Docker,
@@ -118,6 +136,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
       ...description,
       container,
       state,
+      runningSince: description.startedAt,
       processes: new ProcessTable(container),
       accounts: new AccountResolver(container),
     };
@@ -138,6 +157,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   }
 
   private async createNow(input: CreateSandboxInput): Promise<SandboxRecord> {
+    if (this.running() >= input.maxRunning) throw concurrencyError(input.maxRunning);
     const startedAt = new Date();
     const description: SandboxDescription = {
       sandboxId: sandboxIdOf(),
@@ -198,43 +218,91 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     return record;
   }
 
+  /** The sandboxes running now. */
+  private running(): number {
+    return this.list().filter((record) => record.state === 'running').length;
+  }
+
   /** Removes a sandbox and its container; false when it does not exist. */
   kill(sandboxId: string): Promise<boolean> {
-    return this.withLock(sandboxId, async (entry) => {
-      if (!entry) return false;
-      await this.removeEntry(entry, 'killed');
-      return true;
-    });
+    return this.tracked(
+      this.withLock(sandboxId, async (entry) => {
+        if (!entry) return false;
+        await this.removeEntry(entry, 'killed');
+        return true;
+      }),
+    );
   }
 
   /** Pauses (docker pause); 'conflict' when already paused. */
   pause(sandboxId: string): Promise<'paused' | 'conflict' | 'missing'> {
-    return this.withLock(sandboxId, async (entry) => {
-      if (!entry) return 'missing';
-      if (entry.record.state === 'paused') return 'conflict';
-      await this.pauseEntry(entry);
-      return 'paused';
-    });
+    return this.tracked(
+      this.withLock(sandboxId, async (entry) => {
+        if (!entry) return 'missing';
+        if (entry.record.state === 'paused') return 'conflict';
+        await this.pauseEntry(entry);
+        return 'paused';
+      }),
+    );
   }
 
-  /** Resumes a paused sandbox, or extends a running one's end (never shortens it), as E2B's connect does. */
+  /** Keeps `change` until it settles, for `settle()`. */
+  private tracked<T>(change: Promise<T>): Promise<T> {
+    this.changing.add(change);
+    const forget = () => this.changing.delete(change);
+    change.then(forget, forget);
+    return change;
+  }
+
+  /**
+   * Resolves once the kills, pauses and expiries under way are done (a deletion the API has accepted
+   * completes, though the emulator stops), or after `timeoutMs`.
+   */
+  async settle(timeoutMs = SETTLE_MS): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const limit = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    // Changes queued behind one under way are waited for too.
+    while (this.changing.size > 0) {
+      const done = await Promise.race([
+        Promise.allSettled([...this.changing]).then(() => true),
+        limit.then(() => false),
+      ]);
+      if (!done) break;
+    }
+    clearTimeout(timer);
+  }
+
+  /**
+   * Resumes a paused sandbox (refused with 429 beyond `sandboxes` running), or extends a running one's
+   * end (never shortens it, nor past its maximum length), as E2B's connect does.
+   */
   connect(
     sandboxId: string,
     timeoutSeconds: number,
-  ): Promise<{ record: SandboxRecord; resumed: boolean } | undefined> {
+    limits: { timeoutMaxMs: number; sandboxes: number },
+  ): Promise<{ record: SandboxRecord; resumed: boolean } | 'missing' | 'too-long'> {
     return this.withLock(sandboxId, async (entry) => {
-      if (!entry) return undefined;
+      if (!entry) return 'missing';
       const { record } = entry;
-      const requestedEnd = new Date(Date.now() + timeoutSeconds * 1000);
+      let requestedEnd = new Date(Date.now() + timeoutSeconds * 1000);
       let resumed = false;
       const endAt = record.endAt;
+      if (record.state === 'running') {
+        const end = this.maximumEnd(record, limits.timeoutMaxMs);
+        if (end === undefined) return 'too-long';
+        if (requestedEnd > end) requestedEnd = end;
+      }
       if (record.state === 'paused') {
+        if (this.running() >= limits.sandboxes) throw concurrencyError(limits.sandboxes);
         try {
           await unpauseContainer(record.container);
         } catch (error) {
           if (!/not paused/i.test(dockerMessage(error))) throw error;
         }
         record.state = 'running';
+        record.runningSince = new Date();
         record.endAt = requestedEnd;
         resumed = true;
         this.log(`e2b: resumed sandbox ${sandboxId}`);
@@ -247,14 +315,30 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     });
   }
 
-  /** Sets the end to now + timeout (shorter or longer); false when the sandbox does not exist. */
-  setTimeout(sandboxId: string, timeoutSeconds: number): Promise<boolean> {
+  /** The latest end a running sandbox may have; undefined once it has run longer than that. */
+  private maximumEnd(record: SandboxRecord, timeoutMaxMs: number): Date | undefined {
+    const end = record.runningSince.getTime() + timeoutMaxMs;
+    return Date.now() > end ? undefined : new Date(end);
+  }
+
+  /**
+   * Sets a running sandbox's end to now + timeout (shorter or longer), cut to its maximum length;
+   * 'missing' for a sandbox that does not run (a paused one is not in the API's store either).
+   */
+  setTimeout(
+    sandboxId: string,
+    timeoutSeconds: number,
+    timeoutMaxMs: number,
+  ): Promise<'set' | 'missing' | 'too-long'> {
     return this.withLock(sandboxId, async (entry) => {
-      if (!entry) return false;
-      entry.record.endAt = new Date(Date.now() + timeoutSeconds * 1000);
+      if (entry?.record.state !== 'running') return 'missing';
+      const end = this.maximumEnd(entry.record, timeoutMaxMs);
+      if (end === undefined) return 'too-long';
+      const requested = new Date(Date.now() + timeoutSeconds * 1000);
+      entry.record.endAt = requested > end ? end : requested;
       await writeEndAt(entry.record.container, entry.record.endAt, this.log);
       this.schedule(sandboxId);
-      return true;
+      return 'set';
     });
   }
 
@@ -317,10 +401,12 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   }
 
   private expire(sandboxId: string): Promise<void> {
-    return this.withLock(sandboxId, async (entry) => {
-      if (entry?.record.state !== 'running' || Date.now() < entry.record.endAt.getTime()) return;
-      if (entry.record.autoPause) await this.pauseEntry(entry);
-      else await this.removeEntry(entry, 'timed out:');
-    });
+    return this.tracked(
+      this.withLock(sandboxId, async (entry) => {
+        if (entry?.record.state !== 'running' || Date.now() < entry.record.endAt.getTime()) return;
+        if (entry.record.autoPause) await this.pauseEntry(entry);
+        else await this.removeEntry(entry, 'timed out:');
+      }),
+    );
   }
 }
