@@ -4,6 +4,7 @@ import {
   DaytonaAuthenticationError,
   DaytonaError,
   DaytonaNotFoundError,
+  DaytonaRateLimitError,
   DaytonaTimeoutError,
   type Sandbox,
 } from '@daytonaio/sdk';
@@ -87,6 +88,7 @@ afterAll(async () => {
   if (!problem) {
     await removeDaytonaEmulatorSandboxes(docker, { instance: suite });
     await removeDaytonaEmulatorSandboxes(docker, { instance: `${suite}-auto` });
+    await removeDaytonaEmulatorSandboxes(docker, { instance: `${suite}-closing` });
   }
 });
 
@@ -176,9 +178,11 @@ describe.skipIf(problem !== undefined)('Daytona emulator driven by @daytonaio/sd
     expect(timeout).toMatchObject({ statusCode: 408 });
     const left = await sandbox.process.executeCommand("ps -eo args= | grep -c '^sleep 7[78]' || true");
     expect(left.result.trim()).toBe('0');
-    expect(await rejection(() => sandbox.process.executeCommand('pwd', '/no/such/dir'))).toBeInstanceOf(
-      DaytonaError,
-    );
+    // The daemon answers a command that could not start (a missing cwd) as exit code -1, not an error.
+    expect(await sandbox.process.executeCommand('pwd', '/no/such/dir')).toMatchObject({
+      exitCode: -1,
+      result: 'chdir /no/such/dir: no such file or directory',
+    });
   });
 
   it('keeps state in sessions: cd and exports persist, stdout and stderr apart', async () => {
@@ -404,6 +408,144 @@ describe.skipIf(problem !== undefined)('Daytona emulator driven by @daytonaio/sd
       await again.close();
       await stranger.close();
     }
+  });
+
+  it('reports the requests it does not implement, and answers them 404', async () => {
+    const headers = { authorization: `Bearer ${apiKey}` };
+    const api = await fetch(`${emulator!.apiUrl}/snapshots?page=1`, { headers });
+    expect(api.status).toBe(404);
+    const toolbox = await fetch(`${emulator!.toolboxUrl}/${sandbox.id}/git/status?path=.`, { headers });
+    expect(toolbox.status).toBe(404);
+    expect(emulator!.unimplemented).toEqual(
+      expect.arrayContaining(['GET /api/snapshots', `GET /toolbox/${sandbox.id}/git/status`]),
+    );
+  });
+
+  it('answers as the API does: list items without env, intervals with the sandbox, errors with path and time', async () => {
+    const headers = { authorization: `Bearer ${apiKey}` };
+    const page = (await (await fetch(`${emulator!.apiUrl}/sandbox?limit=200`, { headers })).json()) as {
+      items: Record<string, unknown>[];
+      nextCursor: string | null;
+    };
+    const item = page.items.find((each) => each.id === sandbox.id);
+    expect(item).toMatchObject({ id: sandbox.id, toolboxProxyUrl: emulator!.toolboxUrl });
+    expect(item).not.toHaveProperty('env');
+    expect(Object.keys(page).sort()).toEqual(['items', 'nextCursor']);
+    const interval = await fetch(`${emulator!.apiUrl}/sandbox/${sandbox.id}/autoarchive/0`, {
+      method: 'POST',
+      headers,
+    });
+    // 0 asks for the longest auto-archive interval, 30 days; the route is a POST Nest answers 201.
+    expect(interval.status).toBe(201);
+    expect(await interval.json()).toMatchObject({ id: sandbox.id, autoArchiveInterval: 43_200 });
+    const missing = await fetch(`${emulator!.apiUrl}/sandbox/no-such-sandbox?x=1`, { headers });
+    const body = (await missing.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      statusCode: 404,
+      error: 'Not Found',
+      path: '/api/sandbox/no-such-sandbox?x=1',
+    });
+    expect(Number.isNaN(Date.parse(String(body.timestamp)))).toBe(false);
+  });
+
+  it("answers with the daemon's status codes: sessions 201/202/204, bulk uploads listing what they wrote", async () => {
+    const headers = { authorization: `Bearer ${apiKey}` };
+    const toolbox = `${emulator!.toolboxUrl}/${sandbox.id}`;
+    const post = (path: string, body: unknown) =>
+      fetch(`${toolbox}${path}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    expect((await post('/process/session', { sessionId: 'codes' })).status).toBe(201);
+    const started = await post('/process/session/codes/exec', {
+      command: 'read line; echo "$line"',
+      runAsync: true,
+    });
+    expect(started.status).toBe(202);
+    const { cmdId } = (await started.json()) as { cmdId: string };
+    expect((await post(`/process/session/codes/command/${cmdId}/input`, { data: 'in\n' })).status).toBe(204);
+    const deleted = await fetch(`${toolbox}/process/session/codes`, { method: 'DELETE', headers });
+    expect(deleted.status).toBe(204);
+    const form = new FormData();
+    form.append('files[0].path', 'bulk/one.txt');
+    form.append('files[0].file', new Blob(['four']), 'bulk/one.txt');
+    form.append('files[1].file', new Blob(['orphan']), 'bulk/two.txt');
+    const uploaded = await fetch(`${toolbox}/files/bulk-upload`, { method: 'POST', headers, body: form });
+    expect(uploaded.status).toBe(400);
+    expect(await uploaded.json()).toEqual({
+      errors: ['file[1]: missing .path metadata'],
+      files: [{ path: 'bulk/one.txt', bytes: 4 }],
+    });
+    expect((await sandbox.fs.downloadFile('bulk/one.txt')).toString()).toBe('four');
+    expect(await rejection(() => sandbox.fs.downloadFile('bulk'))).toMatchObject({
+      statusCode: 400,
+      code: 'INVALID_FILE_PATH',
+    });
+    const activity = await fetch(`${emulator!.apiUrl}/sandbox/${sandbox.id}/last-activity`, {
+      method: 'POST',
+      headers,
+    });
+    expect(activity.status).toBe(201);
+  });
+
+  it('refuses lifecycle changes the API refuses: stopping a stopped sandbox, archiving an archived one, deleting one twice', async () => {
+    const other = await daytona.create({ labels: { suite } }, { timeout: 60 });
+    await other.stop();
+    expect(await rejection(() => other.stop())).toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/not in a stoppable state/),
+    });
+    await other.archive();
+    // Archiving: another change is refused with 409 until it is archived.
+    expect(await rejection(() => other.archive())).toMatchObject({ statusCode: 409 });
+    while (other.state !== 'archived') {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await other.refreshData();
+    }
+    expect(await rejection(() => other.archive())).toMatchObject({
+      statusCode: 400,
+      message: expect.stringMatching(/not stopped/),
+    });
+    await other.delete();
+    expect(await rejection(() => other.delete())).toMatchObject({ statusCode: 409 });
+  });
+
+  it('enforces the per-sandbox quota (400) and the creation rate limit (429 with Retry-After-sandbox-create)', async () => {
+    const limited = await startDaytonaEmulator({
+      instance: `${suite}-closing`,
+      limits: { cpuPerSandbox: 1, sandboxCreatesPerWindow: 1 },
+    });
+    try {
+      const sdk = client({ apiUrl: limited.apiUrl });
+      const big = await rejection(() => sdk.create({ image: image, resources: { cpu: 2 } }, { timeout: 30 }));
+      expect(big).toMatchObject({ statusCode: 400 });
+      expect(String((big as Error).message)).toMatch(
+        /CPU request 2 exceeds maximum allowed per sandbox \(1\)/,
+      );
+      const throttled = await rejection(() => sdk.create({}, { timeout: 30 }));
+      expect(throttled).toBeInstanceOf(DaytonaRateLimitError);
+      const retryAfter = (throttled as DaytonaRateLimitError).headers?.get('retry-after-sandbox-create');
+      expect(Number(retryAfter)).toBeGreaterThan(0);
+      expect(limited.unimplemented).toEqual([]);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('completes a deletion it accepted though it is closed at once: no container is left', async () => {
+    const closing = await startDaytonaEmulator({ instance: `${suite}-closing`, transitionMs: 1_000 });
+    const sdk = new Daytona({ apiKey: closing.apiKey, apiUrl: closing.apiUrl, useDeprecatedPolling: true });
+    let doomed: Sandbox;
+    try {
+      doomed = await sdk.create({ labels: { suite } }, { timeout: 60 });
+      expect(await exists(doomed.id)).toBe(true);
+      await doomed.delete(); // answered at once, while the sandbox is still destroying
+    } finally {
+      await sdk[Symbol.asyncDispose]();
+    }
+    await closing.close();
+    expect(await exists(doomed.id)).toBe(false);
   });
 
   it('deletes a sandbox: its container goes, and it is not found any more', async () => {

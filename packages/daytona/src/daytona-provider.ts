@@ -16,8 +16,8 @@ import { newClient } from './client.js';
 import type { DaytonaPolicy } from './daytona-policy.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
 import type { DaytonaWorkspaceOptions } from './daytona-workspace.js';
-import { translateDaytonaError } from './errors.js';
-import { findSandboxes, readySandbox } from './sandbox-lifecycle.js';
+import { isStateRefusal, translateDaytonaError } from './errors.js';
+import { deleteSandbox, findSandboxes, readySandbox } from './sandbox-lifecycle.js';
 
 /** The workdir inside a Daytona sandbox of the default user (`<home>/workspace`). */
 export const DAYTONA_WORKDIR = '/home/daytona/workspace';
@@ -219,12 +219,24 @@ export class DaytonaProvider implements Provider {
     try {
       if (!sandbox || shared) return;
       try {
-        await sandbox.stop(this.timeoutSeconds);
+        // Sent again only after a rate limit refused it (it did not run).
+        await withRetry(
+          async () => {
+            try {
+              await sandbox.stop(this.timeoutSeconds);
+            } catch (error) {
+              // Stopped already (auto-stop, another host), or being changed by another hand: the
+              // service refused, and there is nothing for this object to stop.
+              if (isStateRefusal(error)) return;
+              throw translateDaytonaError(error, `stopping sandbox ${sandbox.id}`);
+            }
+          },
+          { safe: false },
+        );
       } catch (error) {
-        const translated = translateDaytonaError(error, `stopping sandbox ${sandbox.id}`);
         // Gone or stopped already: nothing to stop.
-        if (translated.details?.lost) return;
-        throw translated;
+        if ((error as WsError).details?.lost) return;
+        throw error;
       }
     } finally {
       await this.dispose();
@@ -246,10 +258,9 @@ export class DaytonaProvider implements Provider {
       await Promise.all(
         found.map(async (sandbox) => {
           try {
-            await sandbox.delete(this.timeoutSeconds, true);
+            await deleteSandbox(sandbox, this.timeoutSeconds);
           } catch (error) {
-            const translated = translateDaytonaError(error, `deleting sandbox ${sandbox.id}`);
-            if (!translated.details?.lost) throw translated;
+            if (!(error as WsError).details?.lost) throw error;
           }
         }),
       );

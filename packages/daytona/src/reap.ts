@@ -17,7 +17,7 @@ import { type DaytonaConnection, newClient } from './client.js';
 import { DEFAULT_DAYTONA_LIFECYCLE_TIMEOUT_MS, STALE_RECORD_MS } from './daytona-provider.js';
 import { DaytonaSandbox } from './daytona-sandbox.js';
 import { translateDaytonaError } from './errors.js';
-import { STARTING, STOPPING } from './sandbox-lifecycle.js';
+import { deleteSandbox, STARTING, STOPPING } from './sandbox-lifecycle.js';
 
 /** Options of {@link gcDaytona}. */
 export interface DaytonaGcOptions extends GcOptions, DaytonaConnection {
@@ -96,7 +96,7 @@ function candidate(daytona: Daytona, sandbox: Sandbox, timeoutSeconds: number): 
       : {}),
     takenMeanwhile: (signal) => takenMeanwhile(daytona, sandbox, signal),
     remove: () =>
-      sandbox.delete(timeoutSeconds).catch((error: unknown) => {
+      deleteSandbox(sandbox, timeoutSeconds).catch((error: unknown) => {
         // Deleted by someone else meanwhile: nothing left to reap.
         if (!translateDaytonaError(error, 'deleting').details?.lost) throw error;
       }),

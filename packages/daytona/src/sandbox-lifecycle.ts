@@ -2,7 +2,7 @@ import type { Daytona, Sandbox } from '@daytonaio/sdk';
 import { WsError } from '@ws/core';
 import { WS_LABELS, withRetry } from '@ws/core/backend';
 import { type DaytonaConnection, newClient } from './client.js';
-import { translateDaytonaError } from './errors.js';
+import { isStateRefusal, translateDaytonaError } from './errors.js';
 
 /** States a sandbox leaves by itself: waited out. */
 export const STARTING = new Set([
@@ -92,6 +92,37 @@ async function readyOnce(sandbox: Sandbox, timeoutSeconds: number): Promise<Sand
     }
   } catch (error) {
     throw translateDaytonaError(error, `starting sandbox ${sandbox.id}`);
+  }
+}
+
+/**
+ * Deletes a sandbox and waits until it is gone. One that another hand is changing (stopping, starting:
+ * the service refuses with 409) is waited for and deleted then, as is one being deleted already; a
+ * refusal by a rate limit is sent again. Gone already is `details.lost`.
+ */
+export async function deleteSandbox(sandbox: Sandbox, timeoutSeconds: number): Promise<void> {
+  const deadline = Date.now() + timeoutSeconds * 1000;
+  const left = () => Math.max(1, Math.ceil((deadline - Date.now()) / 1000));
+  for (;;) {
+    const refused = await withRetry(
+      async () => {
+        try {
+          await sandbox.delete(left(), true);
+          return false;
+        } catch (error) {
+          if (isStateRefusal(error) && Date.now() < deadline) return true;
+          throw translateDaytonaError(error, `deleting sandbox ${sandbox.id}`);
+        }
+      },
+      { safe: false },
+    );
+    if (!refused) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    try {
+      await sandbox.refreshData();
+    } catch (error) {
+      throw translateDaytonaError(error, `deleting sandbox ${sandbox.id}`);
+    }
   }
 }
 

@@ -170,6 +170,33 @@ setInterval(() => {}, 1000);`;
     await workspace.destroy();
   }, 90_000);
 
+  it('closes quietly when the sandbox was stopped meanwhile (the service refuses a second stop)', async () => {
+    const workspaceId = generateId();
+    const workspace = open(workspaceId, { gateway: false });
+    await workspace.initialize();
+    const sandboxId = workspace.sandboxId!;
+    await (await daytona!.get(sandboxId)).stop();
+    await workspace.close();
+    expect(await sandboxesOf(workspaceId)).toEqual([[sandboxId, 'stopped']]);
+    await open(workspaceId).destroy();
+  }, 90_000);
+
+  it('destroys a sandbox another hand is stopping: waits out the refusal (409), then deletes it', async () => {
+    const workspaceId = generateId();
+    const workspace = open(workspaceId, { gateway: false });
+    await workspace.initialize();
+    const sandboxId = workspace.sandboxId!;
+    await workspace.getSandbox().writeFile('x.txt', 'x');
+    // Asked to stop without waiting: the sandbox is `stopping` for a while.
+    const stopping = await fetch(`${emulated!.apiUrl}/sandbox/${sandboxId}/stop`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${emulated!.apiKey}` },
+    });
+    expect(stopping.status).toBe(200);
+    await open(workspaceId).destroy();
+    expect(await sandboxesOf(workspaceId)).toEqual([]);
+  }, 90_000);
+
   it('refuses bad options and a refused key with typed errors', async () => {
     expect(() => new DaytonaWorkspace({ snapshot: 'default', nope: 1 } as never)).toThrow(/nope/);
     expect(() => new DaytonaWorkspace({ labels: { 'ws.workspace.id': 'x' } })).toThrow(/ws\./);

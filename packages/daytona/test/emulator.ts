@@ -31,12 +31,26 @@ export interface EmulatorConnection {
   apiUrl: string;
 }
 
+/**
+ * The suites keep many sandboxes running and stopped side by side, past a new organization's totals
+ * (10 vCPU, 10 GiB of memory, 30 GiB of disk): their emulators have room for them. The limits
+ * themselves are met in daytona-limits.test.ts.
+ */
+const ROOMY = [
+  '--limit',
+  'totalCpu=100000',
+  '--limit',
+  'totalMemoryGiB=100000',
+  '--limit',
+  'totalDiskGiB=1000000',
+];
+
 let emulator: Promise<EmulatorProcess> | undefined;
 
 /** The connection options of one emulator per test file, started on first use (`ws-emulator daytona`). */
 export async function connection(): Promise<EmulatorConnection> {
   // The suites never use the network from inside a sandbox: sandboxes without one start sooner.
-  emulator ??= launchEmulator('daytona', ['--snapshot', `default=${image}`, '--no-network'], {
+  emulator ??= launchEmulator('daytona', ['--snapshot', `default=${image}`, '--no-network', ...ROOMY], {
     trace: process.env.WS_DAYTONA_TRACE !== undefined,
   });
   const { env } = await emulator;
@@ -50,7 +64,7 @@ let networked: Promise<EmulatorProcess> | undefined;
  * the policy cases need sandboxes with a network to lose. Nothing in them sends traffic anywhere.
  */
 export async function networkedConnection(): Promise<EmulatorConnection> {
-  networked ??= launchEmulator('daytona', ['--snapshot', `default=${image}`]);
+  networked ??= launchEmulator('daytona', ['--snapshot', `default=${image}`, ...ROOMY]);
   const { env } = await networked;
   return { apiKey: env.DAYTONA_API_KEY!, apiUrl: env.DAYTONA_API_URL! };
 }
@@ -60,11 +74,44 @@ export async function startedNetworkedConnection(): Promise<EmulatorConnection |
   return networked ? networkedConnection().catch(() => undefined) : undefined;
 }
 
+/**
+ * Stops the emulators this file started. Throws, once they are stopped, when they received requests
+ * they do not implement: a backend call the emulator only pretends to answer fails the suite.
+ */
 export async function stopEmulator(): Promise<void> {
-  const running = [emulator, networked];
+  const running = [emulator, networked, ...limited];
   emulator = undefined;
   networked = undefined;
-  await Promise.all(running.map(async (launched) => (await launched?.catch(() => undefined))?.stop()));
+  limited = [];
+  const stopped = await Promise.all(
+    running.map(async (launched) => {
+      const started = await launched?.catch(() => undefined);
+      await started?.stop();
+      return started?.unimplemented ?? [];
+    }),
+  );
+  const unimplemented = stopped.flat();
+  if (unimplemented.length > 0)
+    throw new Error(
+      `The Daytona emulator received requests it does not implement: ${unimplemented.join(', ')}`,
+    );
+}
+
+let limited: Promise<EmulatorProcess>[] = [];
+
+/**
+ * The connection options of a new emulator with some of the service's limits changed
+ * (`--limit NAME=VALUE`, names as `DAYTONA_LIMITS` of @ws/emulators has them); `stopEmulator` stops it.
+ */
+export async function limitedConnection(
+  limits: Readonly<Record<string, number>>,
+): Promise<EmulatorConnection> {
+  const args = ['--snapshot', `default=${image}`, '--no-network'];
+  for (const [name, value] of Object.entries(limits)) args.push('--limit', `${name}=${value}`);
+  const launched = launchEmulator('daytona', args, { trace: process.env.WS_DAYTONA_TRACE !== undefined });
+  limited.push(launched);
+  const { env } = await launched;
+  return { apiKey: env.DAYTONA_API_KEY!, apiUrl: env.DAYTONA_API_URL! };
 }
 
 /**
@@ -86,6 +133,7 @@ export async function emulatorBehindProxy(
     String(port),
     '--public-port',
     String(proxy.port),
+    ...ROOMY,
   ]);
   const connection = { apiKey: launched.env.DAYTONA_API_KEY!, apiUrl: launched.env.DAYTONA_API_URL! };
   return {

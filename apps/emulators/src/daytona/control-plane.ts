@@ -1,10 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Docker from 'dockerode';
 import { isRecord, readJson, sendJson, stringMap as stringMapOf } from '../http/http-util.js';
-import { DaytonaHttpError } from './errors.js';
+import { DaytonaHttpError, UnimplementedRequest } from './errors.js';
+import type { DaytonaLimits } from './limits.js';
 import { networkLimits } from './network-limits.js';
+import { checkPerSandbox, checkTotals } from './quotas.js';
+import type { RateLimiter, ThrottlerName } from './rate-limits.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 import { DAYTONA_DEFAULT_USER } from './sandbox-user.js';
+import type {
+  SandboxBody,
+  SandboxLabelsBody,
+  SandboxListBody,
+  SandboxListItemBody,
+  ToolboxProxyUrlBody,
+} from './sdk-types.js';
 
 /** What the control plane needs from the emulator. */
 export interface ControlPlaneContext {
@@ -14,6 +24,9 @@ export interface ControlPlaneContext {
   snapshots: Readonly<Record<string, string>>;
   /** `http://127.0.0.1:P/toolbox`, every sandbox's `toolboxProxyUrl`. */
   toolboxUrl: string;
+  /** The organization's quotas and rate limits. */
+  limits: DaytonaLimits;
+  rates: RateLimiter;
 }
 
 /** The organization every emulated sandbox belongs to. */
@@ -37,8 +50,19 @@ type Handler = (
   url: URL,
 ) => Promise<unknown>;
 
-const ROUTES: { method: string; pattern: RegExp; handle: Handler }[] = [
-  { method: 'POST', pattern: /^\/sandbox$/, handle: createSandbox },
+/** A control-plane route. */
+interface Route {
+  method: string;
+  pattern: RegExp;
+  handle: Handler;
+  /** The throttler it counts against instead of every request's (`authenticated`). */
+  scope?: Exclude<ThrottlerName, 'authenticated'>;
+  /** The status of a success: Nest answers a POST 201 unless the route says otherwise. */
+  status?: number;
+}
+
+const ROUTES: Route[] = [
+  { method: 'POST', pattern: /^\/sandbox$/, handle: createSandbox, scope: 'sandbox-create' },
   { method: 'GET', pattern: /^\/sandbox$/, handle: listSandboxes },
   {
     method: 'GET',
@@ -49,28 +73,33 @@ const ROUTES: { method: string; pattern: RegExp; handle: Handler }[] = [
     method: 'DELETE',
     pattern: /^\/sandbox\/([^/]+)$/,
     handle: async (c, _q, [id]) => dto(c, await c.registry.remove(id!)),
+    scope: 'sandbox-lifecycle',
   },
   {
     method: 'POST',
     pattern: /^\/sandbox\/([^/]+)\/start$/,
-    handle: async (c, _q, [id]) => dto(c, await c.registry.start(id!)),
+    handle: startSandbox,
+    scope: 'sandbox-lifecycle',
   },
   {
     method: 'POST',
     pattern: /^\/sandbox\/([^/]+)\/stop$/,
     handle: async (c, _q, [id], url) =>
       dto(c, await c.registry.stop(id!, url.searchParams.get('force') === 'true')),
+    scope: 'sandbox-lifecycle',
   },
   {
     method: 'POST',
     pattern: /^\/sandbox\/([^/]+)\/archive$/,
     handle: async (c, _q, [id]) => dto(c, await c.registry.archive(id!)),
+    scope: 'sandbox-lifecycle',
   },
   { method: 'PUT', pattern: /^\/sandbox\/([^/]+)\/labels$/, handle: replaceLabels },
   {
     method: 'POST',
     pattern: /^\/sandbox\/([^/]+)\/(autostop|autoarchive|autodelete|autopause)\/([^/]+)$/,
     handle: setAutoInterval,
+    status: 201,
   },
   {
     method: 'POST',
@@ -79,18 +108,24 @@ const ROUTES: { method: string; pattern: RegExp; handle: Handler }[] = [
       c.registry.touch(c.registry.require(id!));
       return undefined;
     },
+    status: 201,
   },
   {
     method: 'GET',
     pattern: /^\/sandbox\/([^/]+)\/toolbox-proxy-url$/,
     handle: async (c, _q, [id]) => {
       c.registry.require(id!);
-      return { url: c.toolboxUrl };
+      const body: ToolboxProxyUrlBody = { url: c.toolboxUrl };
+      return body;
     },
   },
 ];
 
-/** Serves one control-plane request; `path` is the part after `/api`. */
+/**
+ * Serves one control-plane request; `path` is the part after `/api`. A request of a known route counts
+ * against the rate limits first (as the API's guards run before its handlers); one of no route is
+ * thrown as an {@link UnimplementedRequest}.
+ */
 export async function handleControlPlane(
   context: ControlPlaneContext,
   request: IncomingMessage,
@@ -110,23 +145,31 @@ export async function handleControlPlane(
     } catch {
       throw new DaytonaHttpError(400, 'malformed path parameter');
     }
+    // Creating and lifecycle routes skip the `authenticated` throttler for their own.
+    context.rates.hit(route.scope ?? 'authenticated', response);
     const body = await route.handle(context, request, parameters, url);
+    const status = route.status ?? 200;
     if (body === undefined) {
-      response.writeHead(200, { 'content-length': '0' });
+      response.writeHead(status, { 'content-length': '0' });
       response.end();
-    } else sendJson(response, 200, body);
+    } else sendJson(response, status, body);
     return;
   }
   request.resume();
-  if (pathMatched) throw new DaytonaHttpError(405, `${request.method} is not allowed on ${path}`);
-  throw new DaytonaHttpError(
+  if (pathMatched) throw new UnimplementedRequest(405, `${request.method} is not allowed on ${path}`);
+  throw new UnimplementedRequest(
     404,
     `Cannot ${request.method} /api${path} (not part of the emulated Daytona API)`,
   );
 }
 
 /** The `Sandbox` DTO. */
-export function dto(context: ControlPlaneContext, record: SandboxRecord): Record<string, unknown> {
+export function dto(context: ControlPlaneContext, record: SandboxRecord): SandboxBody {
+  return { ...listItem(context, record), env: { ...record.env }, volumes: [] };
+}
+
+/** A sandbox as a listing shows it (`SandboxListItem`: no `env`, no volumes). */
+function listItem(context: ControlPlaneContext, record: SandboxRecord): SandboxListItemBody {
   const { settings } = record;
   return {
     id: record.id,
@@ -134,7 +177,6 @@ export function dto(context: ControlPlaneContext, record: SandboxRecord): Record
     name: record.name,
     snapshot: record.snapshot,
     user: record.user,
-    env: { ...record.env },
     labels: { ...settings.labels },
     public: false,
     networkBlockAll: record.networkBlockAll,
@@ -154,7 +196,6 @@ export function dto(context: ControlPlaneContext, record: SandboxRecord): Record
     autoArchiveInterval: settings.autoArchiveInterval,
     autoDeleteInterval: settings.autoDeleteInterval,
     autoPauseInterval: settings.autoPauseInterval,
-    volumes: [],
     createdAt: record.createdAt.toISOString(),
     updatedAt: settings.updatedAt,
     lastActivityAt: settings.lastActivityAt,
@@ -230,7 +271,13 @@ async function resolveImage(
   return { snapshot, image };
 }
 
-async function createSandbox(context: ControlPlaneContext, request: IncomingMessage): Promise<unknown> {
+/** 0 asks for the longest auto-archive interval; a longer one is cut to it (as the API does). */
+function autoArchiveMinutes(context: ControlPlaneContext, minutes: number): number {
+  const longest = context.limits.autoArchiveMaxMinutes;
+  return minutes === 0 ? longest : Math.min(minutes, longest);
+}
+
+async function createSandbox(context: ControlPlaneContext, request: IncomingMessage): Promise<SandboxBody> {
   const body = await bodyObject(request);
   if (Array.isArray(body.volumes) && body.volumes.length > 0)
     throw new DaytonaHttpError(400, 'volumes are not supported by the emulator');
@@ -248,15 +295,32 @@ async function createSandbox(context: ControlPlaneContext, request: IncomingMess
     memory: integer(body.memory, 'memory', 1, 1),
     disk: integer(body.disk, 'disk', 3, 1),
     autoStopInterval: integer(body.autoStopInterval, 'autoStopInterval', 15, 0),
-    autoArchiveInterval: integer(body.autoArchiveInterval, 'autoArchiveInterval', 10080, 0),
+    autoArchiveInterval: autoArchiveMinutes(
+      context,
+      integer(body.autoArchiveInterval, 'autoArchiveInterval', 10080, 0),
+    ),
     autoDeleteInterval: integer(body.autoDeleteInterval, 'autoDeleteInterval', -1, -1),
     networkBlockAll: body.networkBlockAll === true,
     ...networkLimits(body),
     labels,
     env,
   };
+  checkPerSandbox(context.limits, input);
+  checkTotals(context.limits, context.registry.list(), input);
   const { snapshot, image } = await resolveImage(context, body);
   return dto(context, await context.registry.create({ ...input, snapshot, image }));
+}
+
+/** Starts a stopped or archived sandbox once the organization's totals have room for it again. */
+async function startSandbox(
+  context: ControlPlaneContext,
+  _request: IncomingMessage,
+  [id]: string[],
+): Promise<SandboxBody> {
+  const record = context.registry.require(id!);
+  if (record.state === 'stopped' || record.state === 'archived')
+    checkTotals(context.limits, context.registry.list(), record, record.id);
+  return dto(context, await context.registry.start(record.id));
 }
 
 function parseLabelsFilter(raw: string | null): Record<string, string> {
@@ -265,7 +329,7 @@ function parseLabelsFilter(raw: string | null): Record<string, string> {
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new DaytonaHttpError(400, 'labels must be a JSON object');
+    throw new DaytonaHttpError(400, 'Invalid labels JSON format');
   }
   return stringMap(parsed, 'labels');
 }
@@ -289,7 +353,7 @@ async function listSandboxes(
   _request: IncomingMessage,
   _match: string[],
   url: URL,
-): Promise<unknown> {
+): Promise<SandboxListBody> {
   const query = url.searchParams;
   const labels = parseLabelsFilter(query.get('labels'));
   const states = new Set(
@@ -313,9 +377,12 @@ async function listSandboxes(
   const key = (record: SandboxRecord): [number, string] => [record.createdAt.getTime(), record.id];
   const compare = (a: [number, string], b: [number, string]) =>
     direction * (a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  // A sandbox that failed on its way out is left out unless asked for.
+  const erroredDeleted = query.get('includeErroredDeleted') === 'true';
   const matching = context.registry
     .list()
     .filter((record) => states.size === 0 || states.has(record.state))
+    .filter((record) => erroredDeleted || record.state !== 'error' || record.desiredState !== 'destroyed')
     .filter((record) =>
       Object.entries(labels).every(([label, value]) => record.settings.labels[label] === value),
     )
@@ -327,8 +394,7 @@ async function listSandboxes(
   const page = remaining.slice(0, limit);
   const last = page[page.length - 1];
   return {
-    items: page.map((record) => dto(context, record)),
-    total: matching.length,
+    items: page.map((record) => listItem(context, record)),
     nextCursor: remaining.length > limit && last ? cursorOf(last) : null,
   };
 }
@@ -337,7 +403,7 @@ async function replaceLabels(
   context: ControlPlaneContext,
   request: IncomingMessage,
   [id]: string[],
-): Promise<unknown> {
+): Promise<SandboxLabelsBody> {
   const body = await bodyObject(request);
   const labels = stringMap(body.labels, 'labels');
   const record = await context.registry.update(id!, (settings) => {
@@ -350,14 +416,14 @@ async function setAutoInterval(
   context: ControlPlaneContext,
   _request: IncomingMessage,
   [id, kind, value]: string[],
-): Promise<unknown> {
+): Promise<SandboxBody> {
   const field = INTERVALS[kind as keyof typeof INTERVALS];
   const minutes = Number(value);
   const minimum = field === 'autoDeleteInterval' ? -1 : 0;
   if (!Number.isInteger(minutes) || minutes < minimum)
     throw new DaytonaHttpError(400, `${kind} interval must be an integer of at least ${minimum}`);
-  await context.registry.update(id!, (settings) => {
-    settings[field] = minutes;
+  const record = await context.registry.update(id!, (settings) => {
+    settings[field] = field === 'autoArchiveInterval' ? autoArchiveMinutes(context, minutes) : minutes;
   });
-  return undefined;
+  return dto(context, record);
 }

@@ -6,10 +6,14 @@ import { dockerMessage } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
+import { UnimplementedLog } from '../http/unimplemented.js';
+import { resolveLimits } from '../limits.js';
 import { type ControlPlaneContext, dto, handleControlPlane } from './control-plane.js';
-import { DaytonaHttpError, sendApiError, sendToolboxError } from './errors.js';
+import { DaytonaHttpError, sendApiError, sendToolboxError, UnimplementedRequest } from './errors.js';
 import { EVENTS_PATH, EventStream } from './events.js';
 import { DAYTONA_LABELS, daytonaFilter } from './labels.js';
+import { DAYTONA_LIMITS, type DaytonaLimits } from './limits.js';
+import { RateLimiter } from './rate-limits.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 import { handleToolbox, upgradeLogs } from './toolbox.js';
 
@@ -50,6 +54,13 @@ export interface DaytonaEmulatorOptions extends SandboxNetworkOption {
   transitionMs?: number;
   /** The length of a minute of the auto-stop/archive/delete intervals, in ms (default 60 000; for tests). */
   minuteMs?: number;
+  /**
+   * The service's limits to enforce instead of its defaults ({@link DAYTONA_LIMITS}: quotas answered
+   * 400 on create and start, rate limits answered 429 with `Retry-After-<throttler>`), so that a test
+   * meets one without creating ten sandboxes or sending ten thousand requests. An unknown name or a
+   * value that is not a number ≥ 0 throws.
+   */
+  limits?: Partial<Record<keyof DaytonaLimits, number>>;
   /** Receives one line per lifecycle event and per request. */
   onLog?: (line: string) => void;
 }
@@ -65,8 +76,20 @@ export interface DaytonaEmulator extends AsyncDisposable {
   apiKey: string;
   /** `DAYTONA_API_URL` and `DAYTONA_API_KEY` for the SDK. */
   env: Record<string, string>;
+  /**
+   * The requests it received and does not implement (`GET /api/snapshots`, `POST /toolbox/<id>/git/clone`,
+   * an unknown WebSocket path), oldest first, each also logged as `daytona: unimplemented …`.
+   */
+  readonly unimplemented: readonly string[];
+  /**
+   * Stops serving; resolves once the stops, archives and deletions it accepted are done (30 s at most),
+   * so that a sandbox it answered as deleted leaves no container.
+   */
   close(): Promise<void>;
 }
+
+/** How long `close()` waits for accepted stops and deletions. */
+const SETTLE_MS = 30_000;
 
 function dockerClient(docker: DaytonaEmulatorOptions['docker']): Docker {
   return docker instanceof Docker ? docker : new Docker(docker);
@@ -106,6 +129,8 @@ function targetOf(request: IncomingMessage): Target {
  */
 export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {}): Promise<DaytonaEmulator> {
   const log = options.onLog ?? (() => {});
+  const limits = resolveLimits(DAYTONA_LIMITS, options.limits, 'daytona');
+  const unimplemented = new UnimplementedLog('daytona', log);
   const docker = dockerClient(options.docker);
   try {
     await docker.ping();
@@ -145,7 +170,10 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     docker,
     snapshots: { ...options.snapshots, ...DEFAULT_DAYTONA_SNAPSHOTS, ...options.snapshots },
     toolboxUrl: '', // set once the port is known
+    limits,
+    rates: new RateLimiter(limits),
   };
+  const pathOf = (request: IncomingMessage) => new URL(request.url ?? '/', 'http://emulator').pathname;
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const started = Date.now();
@@ -154,7 +182,7 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
     );
     const target = targetOf(request);
     try {
-      if (!target) throw new DaytonaHttpError(404, `Cannot ${request.method} ${request.url}`);
+      if (!target) throw new UnimplementedRequest(404, `Cannot ${request.method} ${request.url}`);
       if (!authorized(request)) throw new DaytonaHttpError(401, 'Unauthorized', 'UNAUTHORIZED');
       if (target.kind === 'api') await handleControlPlane(context, request, response, target.path);
       else await handleToolbox(registry, request, response, target.sandboxId, target.path);
@@ -162,11 +190,12 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
       request.resume();
       const known =
         error instanceof DaytonaHttpError ? error : new DaytonaHttpError(500, dockerMessage(error));
+      if (error instanceof UnimplementedRequest) unimplemented.report(`${request.method} ${pathOf(request)}`);
       if (!(error instanceof DaytonaHttpError))
         log(`${request.method} ${request.url} failed: ${known.message}`);
       if (target?.kind === 'toolbox')
         sendToolboxError(request, response, known.status, known.message, known.code);
-      else sendApiError(response, known.status, known.message);
+      else sendApiError(request, response, known);
     }
   };
 
@@ -178,13 +207,14 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
         log(`GET ${request.url} (websocket)`);
         return;
       }
-      if (target?.kind !== 'toolbox') throw new DaytonaHttpError(404, `${request.url} has no WebSocket`);
+      if (target?.kind !== 'toolbox') throw new UnimplementedRequest(404, `${request.url} has no WebSocket`);
       if (!authorized(request)) throw new DaytonaHttpError(401, 'Unauthorized');
       upgradeLogs(registry, webSockets, request, socket, head, target.sandboxId, target.path);
       log(`GET ${request.url} (websocket)`);
     } catch (error) {
       const status = error instanceof DaytonaHttpError ? error.status : 500;
       const message = (error as Error).message;
+      if (error instanceof UnimplementedRequest) unimplemented.report(`GET ${pathOf(request)} (websocket)`);
       log(`GET ${request.url} (websocket) ${status}: ${message}`);
       socket.end(
         `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: text/plain\r\nconnection: close\r\n\r\n${message}`,
@@ -201,18 +231,26 @@ export async function startDaytonaEmulator(options: DaytonaEmulatorOptions = {})
   const apiKey = options.apiKeys?.[0] ?? DEFAULT_DAYTONA_API_KEY;
   log(`daytona: emulator listening on ${apiUrl} (${registry.list().length} sandbox(es) restored)`);
 
-  const close = serverCloser(server, () => {
+  const closeServer = serverCloser(server, () => {
     registry.close();
     events.close();
     for (const client of webSockets.clients) client.terminate();
     webSockets.close();
   });
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= closeServer().then(() => registry.settle(SETTLE_MS));
+    return closing;
+  };
   return {
     url: apiUrl,
     apiUrl,
     toolboxUrl: context.toolboxUrl,
     apiKey,
     env: { DAYTONA_API_URL: apiUrl, DAYTONA_API_KEY: apiKey },
+    get unimplemented() {
+      return unimplemented.requests;
+    },
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -5,6 +5,7 @@ import { sendJson } from '../http/http-util.js';
 export type DaemonErrorCode =
   | 'FILE_NOT_FOUND'
   | 'FILE_ACCESS_DENIED'
+  | 'INVALID_FILE_PATH'
   | 'PROCESS_EXECUTION_TIMEOUT'
   | 'PROCESS_NOT_FOUND'
   | 'SESSION_ENDED'
@@ -24,10 +25,15 @@ export class DaytonaHttpError extends Error {
     message: string,
     /** The daemon's error code (toolbox answers only). */
     readonly code?: DaemonErrorCode,
+    /** Headers of the answer (a rate limit's `Retry-After-<throttler>`). */
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }
 }
+
+/** A request the emulator does not implement: answered 404 (405 for a known path), and reported. */
+export class UnimplementedRequest extends DaytonaHttpError {}
 
 const DEFAULT_CODES: Readonly<Record<number, DaemonErrorCode>> = {
   400: 'BAD_REQUEST',
@@ -38,13 +44,32 @@ const DEFAULT_CODES: Readonly<Record<number, DaemonErrorCode>> = {
   500: 'INTERNAL_SERVER_ERROR',
 };
 
-/** The control plane's (NestJS) error body: `{statusCode, message, error}`. */
-export function sendApiError(response: ServerResponse, status: number, message: string): void {
+/**
+ * The control plane's error body, as its catch-all exception filter writes it: `{path, timestamp,
+ * statusCode, error, message}` (`path` with the query string).
+ */
+export function sendApiError(
+  request: IncomingMessage,
+  response: ServerResponse,
+  error: DaytonaHttpError,
+): void {
   if (response.headersSent) {
     response.destroy();
     return;
   }
-  sendJson(response, status, { statusCode: status, message, error: STATUS_CODES[status] ?? 'Error' });
+  const { status, message, headers } = error;
+  sendJson(
+    response,
+    status,
+    {
+      path: request.url ?? '/',
+      timestamp: new Date().toISOString(),
+      statusCode: status,
+      error: STATUS_CODES[status] ?? 'Error',
+      message,
+    },
+    { ...headers },
+  );
 }
 
 /**

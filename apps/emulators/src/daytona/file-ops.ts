@@ -4,20 +4,10 @@ import type Docker from 'dockerode';
 import { type RunResult, runExec, streamStdout } from '../docker/exec.js';
 import { DaytonaHttpError } from './errors.js';
 import type { SandboxAccount } from './sandbox-user.js';
+import type { FileInfoBody, MatchBody } from './sdk-types.js';
 
-/** The toolbox's `FileInfo`. */
-export interface FileInfo {
-  name: string;
-  isDir: boolean;
-  size: number;
-  mode: string;
-  permissions: string;
-  owner: string;
-  group: string;
-  modTime: string;
-  modifiedAt: string;
-  path: string;
-}
+/** The toolbox's `FileInfo`, with its path always given. */
+export type FileInfo = FileInfoBody & { path: string };
 
 // Each operation is one `sh` run as the sandbox's user, with the paths as arguments (never in the
 // script). `entries` prints, NUL-separated, 8 fields per entry: type, size, ls-style mode, octal mode,
@@ -72,7 +62,7 @@ function parseEntries(output: Buffer): FileInfo[] {
     const [type = '', size = '0', mode = '', octal = '0', owner = '', group = '', mtime = '0', path = ''] =
       fields.slice(index, index + 8);
     const modified = new Date(Math.round(Number(mtime) * 1000) || 0);
-    entries.push({
+    const entry: FileInfo = {
       name: posix.basename(path) || path,
       isDir: type === 'd',
       size: Number(size) || 0,
@@ -83,7 +73,8 @@ function parseEntries(output: Buffer): FileInfo[] {
       modTime: goTime(modified),
       modifiedAt: modified.toISOString(),
       path,
-    });
+    };
+    entries.push(entry);
   }
   return entries;
 }
@@ -152,9 +143,9 @@ export class FileOps {
   }
 
   /** Lines holding `pattern` (a plain string) in the text files under `path`. */
-  async find(path: string, pattern: string): Promise<{ file: string; line: number; content: string }[]> {
+  async find(path: string, pattern: string): Promise<MatchBody[]> {
     const output = (await this.checked(FIND, [path, pattern])).stdout;
-    const matches: { file: string; line: number; content: string }[] = [];
+    const matches: MatchBody[] = [];
     let offset = 0;
     while (offset < output.length) {
       const nul = output.indexOf(0, offset);
@@ -179,9 +170,16 @@ export class FileOps {
     return output.split('\0').filter((item) => item !== '');
   }
 
-  /** Throws the daemon's error when `path` cannot be downloaded. */
+  /** Throws the daemon's error when `path` cannot be downloaded (a directory: `INVALID_FILE_PATH`). */
   async checkReadable(path: string): Promise<void> {
-    await this.checked(PROBE, [path]);
+    const result = await this.run(PROBE, [path]);
+    if (result.exitCode === 12)
+      throw new DaytonaHttpError(
+        400,
+        `invalid file path: path points to a directory: ${path}`,
+        'INVALID_FILE_PATH',
+      );
+    if (result.exitCode !== 0) throw failure(result, path);
   }
 
   read(path: string): ReturnType<typeof streamStdout> {

@@ -70,6 +70,8 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   private readonly imageAccounts = new ImageAccounts();
   /** Toolbox requests under way, per sandbox id (see `busy`). */
   private readonly active = new Map<string, number>();
+  /** Stops, archives and deletions accepted and not done yet (see `settle`). */
+  private readonly accepted = new Set<Promise<void>>();
 
   constructor(private readonly options: RegistryOptions) {
     super();
@@ -157,13 +159,16 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     return entry.record;
   }
 
-  /** Starts a stopped or archived sandbox (`starting` → `started`); a started one stays as it is. */
+  /**
+   * Starts a stopped or archived sandbox (`starting` → `started`); a started one stays as it is. As the
+   * API: a failed one is 400, one changing state 409.
+   */
   start(idOrName: string): Promise<SandboxRecord> {
     return this.begin(idOrName, (record) => {
-      if (record.state === 'started' || record.state === 'starting' || record.state === 'creating')
-        return false;
-      if (record.state !== 'stopped' && record.state !== 'archived' && record.state !== 'error')
-        throw stateConflict(record);
+      if (record.state === 'started') return false;
+      refuseErrored(record);
+      if (record.state !== 'stopped' && record.state !== 'archived' && record.state !== 'archiving')
+        throw stateConflict();
       void this.change(record.id, 'starting', 'started', async () => {
         try {
           await record.container.start();
@@ -177,44 +182,75 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     });
   }
 
-  /** Stops a started sandbox (`stopping` → `stopped`); `force` kills instead of SIGTERM. */
+  /**
+   * Stops a started sandbox (`stopping` → `stopped`); `force` kills instead of SIGTERM. As the API: one
+   * changing state is 409, a failed one or one not started (stopped already) 400.
+   */
   stop(idOrName: string, force: boolean): Promise<SandboxRecord> {
     return this.begin(idOrName, (record) => {
-      if (record.state === 'stopped' || record.state === 'stopping' || record.state === 'archived')
-        return false;
-      if (record.state !== 'started' && record.state !== 'error') throw stateConflict(record);
-      void this.change(record.id, 'stopping', 'stopped', (current) => this.stopContainer(current, force));
+      refuseErrored(record);
+      if (TRANSITIONS.has(record.state)) throw stateConflict();
+      if (record.state !== 'started') throw new DaytonaHttpError(400, 'Sandbox is not in a stoppable state');
+      this.track(
+        this.change(record.id, 'stopping', 'stopped', (current) => this.stopContainer(current, force)),
+      );
       return true;
     });
   }
 
-  /** Archives a stopped sandbox (`archiving` → `archived`): the container stays, stopped. */
+  /**
+   * Archives a stopped sandbox (`archiving` → `archived`): the container stays, stopped. As the API: one
+   * changing state is 409, any other that is not stopped (archived already) 400.
+   */
   archive(idOrName: string): Promise<SandboxRecord> {
     return this.begin(idOrName, (record) => {
-      if (record.state === 'archived' || record.state === 'archiving') return false;
-      if (record.state !== 'stopped')
-        throw new DaytonaHttpError(400, `Sandbox ${record.id} is not stopped (state: ${record.state})`);
-      void this.change(record.id, 'archiving', 'archived', async () => {
-        record.settings.archived = true;
-      });
+      if (TRANSITIONS.has(record.state)) throw stateConflict();
+      if (record.state !== 'stopped') throw new DaytonaHttpError(400, 'Sandbox is not stopped');
+      this.track(
+        this.change(record.id, 'archiving', 'archived', async () => {
+          record.settings.archived = true;
+        }),
+      );
       return true;
     });
   }
 
-  /** Deletes a sandbox (`destroying`, then gone: later requests answer 404). */
+  /**
+   * Deletes a sandbox (`destroying`, then gone: later requests answer 404). As the API: one changing
+   * state (being deleted already too) is 409.
+   */
   remove(idOrName: string): Promise<SandboxRecord> {
     return this.begin(idOrName, (record) => {
-      if (record.state === 'destroying') return false;
-      void this.change(record.id, 'destroying', 'gone', async (current) => {
-        await current.sessions.closeAll();
-        try {
-          await current.container.remove({ force: true });
-        } catch (error) {
-          if (dockerStatus(error) !== 404) throw error;
-        }
-      });
+      if (TRANSITIONS.has(record.state)) throw stateConflict();
+      this.track(
+        this.change(record.id, 'destroying', 'gone', async (current) => {
+          await current.sessions.closeAll();
+          try {
+            await current.container.remove({ force: true });
+          } catch (error) {
+            if (dockerStatus(error) !== 404) throw error;
+          }
+        }),
+      );
       return true;
     });
+  }
+
+  /**
+   * Resolves once every stop, archive and deletion accepted so far is done (their containers stopped
+   * or removed), or after `timeoutMs`: an emulator closed right after answering one still completes it.
+   */
+  async settle(timeoutMs: number): Promise<void> {
+    if (this.accepted.size === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, timeoutMs);
+    });
+    try {
+      await Promise.race([Promise.allSettled([...this.accepted]), expired]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Changes labels or intervals and records them in the container. */
@@ -281,14 +317,13 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     return entry;
   }
 
-  /** Validates and announces a change under the sandbox's lock; `decide` says whether one starts. */
+  /** Validates and announces a change; `decide` says whether one starts. */
   private async begin(idOrName: string, decide: (record: SandboxRecord) => boolean): Promise<SandboxRecord> {
+    // Decided on the state as it is now (not after the changes under way): one in transition is
+    // refused with 409, as the API refuses it; the change itself queues behind the others.
     const record = this.require(idOrName);
-    const entry = this.entries.get(record.id)!;
-    return this.queue(entry, () => {
-      decide(record);
-      return record;
-    });
+    decide(record);
+    return record;
   }
 
   /**
@@ -342,6 +377,13 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     });
   }
 
+  /** Keeps an accepted change until it is done, for `settle`. */
+  private track(change: Promise<void>): void {
+    this.accepted.add(change);
+    const done = () => void this.accepted.delete(change);
+    change.then(done, done);
+  }
+
   private announce(record: SandboxRecord, state: SandboxState): void {
     const oldState = record.state;
     record.state = state;
@@ -389,6 +431,19 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   }
 }
 
-function stateConflict(record: SandboxRecord): DaytonaHttpError {
-  return new DaytonaHttpError(409, `Sandbox ${record.id} state change in progress (state: ${record.state})`);
+/** States a sandbox is on its way through (the API's `pending`): another change is refused. */
+const TRANSITIONS: ReadonlySet<SandboxState> = new Set([
+  'creating',
+  'starting',
+  'stopping',
+  'archiving',
+  'destroying',
+]);
+
+function stateConflict(): DaytonaHttpError {
+  return new DaytonaHttpError(409, 'Sandbox state change in progress');
+}
+
+function refuseErrored(record: SandboxRecord): void {
+  if (record.state === 'error') throw new DaytonaHttpError(400, 'Sandbox is in an errored state');
 }

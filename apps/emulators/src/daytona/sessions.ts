@@ -5,6 +5,7 @@ import { execExitCode, FrameDemuxer, KILL_GROUP, runExec, startExec, streamDone 
 import { shellQuote } from '../docker/shell-quote.js';
 import { DaytonaHttpError } from './errors.js';
 import type { SandboxAccount } from './sandbox-user.js';
+import type { CommandBody, SessionCommandLogsBody } from './sdk-types.js';
 
 export type OutputStream = 'stdout' | 'stderr';
 export type LogEvent = { stream: OutputStream; data: Buffer } | { stream: 'end' };
@@ -54,7 +55,7 @@ export class SessionCommand {
     return () => this.listeners.delete(listener);
   }
 
-  logs(): { output: string; stdout: string; stderr: string } {
+  logs(): SessionCommandLogsBody {
     const pick = (stream?: OutputStream) =>
       Buffer.concat(
         this.chunks.filter((chunk) => !stream || chunk.stream === stream).map((chunk) => chunk.data),
@@ -62,7 +63,7 @@ export class SessionCommand {
     return { output: pick(), stdout: pick('stdout'), stderr: pick('stderr') };
   }
 
-  describe(): { id: string; command: string; exitCode?: number } {
+  describe(): CommandBody {
     return { id: this.id, command: this.command, ...(this.done ? { exitCode: this.exitCode } : {}) };
   }
 }

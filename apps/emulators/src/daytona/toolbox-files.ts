@@ -5,6 +5,7 @@ import { MultipartError, multipartBoundary, parseMultipart } from '../http/multi
 import { DaytonaHttpError, daemonErrorBody } from './errors.js';
 import { FileOps } from './file-ops.js';
 import type { SandboxRecord } from './sandbox-registry.js';
+import type { ReplaceResultBody, SearchFilesBody } from './sdk-types.js';
 import { bodyObject, type ToolboxResult } from './toolbox-process.js';
 
 /** A toolbox path made absolute: relative paths start at the work dir (the user's home). */
@@ -58,13 +59,16 @@ export async function handleFilesRoute(
     }
     case 'GET /files/find':
       return { body: await files.find(at(), requiredText(query.get('pattern'), 'pattern')) };
-    case 'GET /files/search':
-      return { body: { files: await files.search(at(), requiredText(query.get('pattern'), 'pattern')) } };
+    case 'GET /files/search': {
+      const found: SearchFilesBody = {
+        files: await files.search(at(), requiredText(query.get('pattern'), 'pattern')),
+      };
+      return { body: found };
+    }
     case 'POST /files/replace':
       return { body: await replaceInFiles(files, request, home) };
     case 'POST /files/bulk-upload':
-      await bulkUpload(files, request, home);
-      return undefined;
+      return bulkUpload(files, request, home);
     case 'POST /files/bulk-download':
       await bulkDownload(files, request, response, home);
       return 'sent';
@@ -82,7 +86,11 @@ function requiredText(value: string | null, field: string): string {
 }
 
 /** `{files, pattern, newValue}`: every occurrence of the plain string, file by file, each written whole. */
-async function replaceInFiles(files: FileOps, request: IncomingMessage, home: string): Promise<unknown> {
+async function replaceInFiles(
+  files: FileOps,
+  request: IncomingMessage,
+  home: string,
+): Promise<ReplaceResultBody[]> {
   const body = await bodyObject(request);
   const list = body.files;
   if (!Array.isArray(list) || list.some((item) => typeof item !== 'string'))
@@ -92,7 +100,7 @@ async function replaceInFiles(files: FileOps, request: IncomingMessage, home: st
   if (typeof body.newValue !== 'string') throw new DaytonaHttpError(400, 'newValue must be a string');
   const pattern = Buffer.from(body.pattern);
   const replacement = Buffer.from(body.newValue);
-  const results: { file: string; success: boolean; error?: string }[] = [];
+  const results: ReplaceResultBody[] = [];
   for (const file of list as string[]) {
     try {
       const path = sandboxPath(file, home, 'file');
@@ -122,13 +130,49 @@ async function replaceInFiles(files: FileOps, request: IncomingMessage, home: st
   return results;
 }
 
-/** Multipart parts `files[i].path` (text) and `files[i].file` (bytes; its filename is the path too). */
-async function bulkUpload(files: FileOps, request: IncomingMessage, home: string): Promise<void> {
+/** One written file of a bulk upload, as the daemon reports it. */
+interface UploadedFile {
+  path: string;
+  bytes: number;
+}
+
+/** Counts the bytes of `source` as they pass. */
+async function* counted(
+  source: AsyncIterable<Uint8Array>,
+  total: { bytes: number },
+): AsyncIterable<Uint8Array> {
+  for await (const chunk of source) {
+    total.bytes += chunk.byteLength;
+    yield chunk;
+  }
+}
+
+/** The daemon's words for a file it could not write (Go's `open <path>: <reason>`). */
+function uploadError(path: string, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const reason =
+    error instanceof DaytonaHttpError && error.status === 403
+      ? 'permission denied'
+      : /is a directory/i.test(message)
+        ? 'is a directory'
+        : /not a directory/i.test(message)
+          ? 'not a directory'
+          : message;
+  return `${path}: create: open ${path}: ${reason}`;
+}
+
+/**
+ * Multipart parts `files[i].path` (text) and then `files[i].file` (bytes), as the daemon takes them:
+ * each file is written on its own, and the answer lists those written (`{files: [{path, bytes}]}`), with
+ * `errors` and status 400 when any part failed (a file without its path before it, one it could not
+ * write); a body that is not multipart is 400 `{errors: ["invalid multipart form"]}`.
+ */
+async function bulkUpload(files: FileOps, request: IncomingMessage, home: string): Promise<ToolboxResult> {
   const boundary = multipartBoundary(request.headers['content-type']);
-  if (!boundary)
-    throw new DaytonaHttpError(400, 'the body must be multipart/form-data', 'INVALID_REQUEST_BODY');
+  if (!boundary) return { status: 400, body: { errors: ['invalid multipart form'] } };
   const paths = new Map<string, string>();
-  let written = 0;
+  const written: UploadedFile[] = [];
+  const errors: string[] = [];
   try {
     for await (const part of parseMultipart(request, boundary)) {
       const match = /^files\[(\d+)\]\.(path|file)$/.exec(part.name ?? '');
@@ -137,20 +181,31 @@ async function bulkUpload(files: FileOps, request: IncomingMessage, home: string
       if (kind === 'path') {
         const chunks: Buffer[] = [];
         for await (const chunk of part.body) chunks.push(chunk);
-        paths.set(index, Buffer.concat(chunks).toString('utf8'));
+        const path = Buffer.concat(chunks).toString('utf8').trim();
+        if (path === '') errors.push(`path[${index}]: empty path`);
+        else paths.set(index, path);
         continue;
       }
-      const target = paths.get(index) ?? part.filename;
-      await files.write(sandboxPath(target, home, `files[${index}].path`), part.body);
-      written++;
+      const target = paths.get(index);
+      if (target === undefined) {
+        errors.push(`file[${index}]: missing .path metadata`);
+        for await (const _ of part.body); // skipped, read to its end
+        continue;
+      }
+      const total = { bytes: 0 };
+      try {
+        await files.write(sandboxPath(target, home, `files[${index}].path`), counted(part.body, total));
+        written.push({ path: target, bytes: total.bytes });
+      } catch (error) {
+        errors.push(uploadError(target, error));
+      }
     }
   } catch (error) {
-    if (error instanceof MultipartError)
-      throw new DaytonaHttpError(400, error.message, 'INVALID_REQUEST_BODY');
-    throw error;
+    if (!(error instanceof MultipartError)) throw error;
+    errors.push(`reading part: ${error.message}`);
   }
-  if (written === 0)
-    throw new DaytonaHttpError(400, 'the request has no files[i].file part', 'INVALID_REQUEST_BODY');
+  if (errors.length > 0) return { status: 400, body: { errors, files: written } };
+  return { body: { files: written } };
 }
 
 /** RFC 5987 form of a file name, which carries quotes, newlines and any Unicode unharmed. */

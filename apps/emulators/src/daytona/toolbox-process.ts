@@ -11,10 +11,11 @@ import {
 import { isRecord, readJson } from '../http/http-util.js';
 import { DaytonaHttpError } from './errors.js';
 import type { SandboxRecord } from './sandbox-registry.js';
+import type { ExecuteBody, SessionBody, SessionExecuteBody } from './sdk-types.js';
 import type { Session } from './sessions.js';
 
-/** A toolbox answer: a JSON body, or an empty 200. */
-export type ToolboxResult = { body: unknown } | undefined;
+/** A toolbox answer: a JSON body (200 unless `status` says otherwise), an empty `status`, or an empty 200. */
+export type ToolboxResult = { body?: unknown; status?: number } | undefined;
 
 export async function bodyObject(request: IncomingMessage): Promise<Record<string, unknown>> {
   let body: unknown;
@@ -32,6 +33,8 @@ export async function bodyObject(request: IncomingMessage): Promise<Record<strin
 // Runs the command the daemon's way: the text goes to a shell's stdin, stdout and stderr are one stream,
 // and the shell leads its own process group (a docker exec is a session leader), which a timeout kills
 // whole. The pid and a bad cwd are reported on stderr, which the command's output never reaches.
+// A cwd that does not exist is no failure of the request: the daemon answers it as a command that
+// could not start (exit code -1, Go's error text as the result).
 const EXECUTE = `cd "$1" 2>/dev/null || { printf 'ws-daytona:nocwd\\n' >&2; exit 1; }
 printf 'ws-daytona:pid:%s\\n' "$$" >&2
 if command -v bash >/dev/null 2>&1; then exec bash 2>&1; else exec sh 2>&1; fi`;
@@ -91,12 +94,13 @@ export async function executeCommand(
     stream.destroy();
   }
   if (timedOut) throw new DaytonaHttpError(408, 'command execution timeout', 'PROCESS_EXECUTION_TIMEOUT');
-  if (diagnostics.includes('ws-daytona:nocwd'))
-    throw new DaytonaHttpError(400, `chdir ${cwd}: no such file or directory`);
-  return { body: { exitCode: await execExitCode(exec), result: Buffer.concat(output).toString('utf8') } };
+  const answer: ExecuteBody = diagnostics.includes('ws-daytona:nocwd')
+    ? { exitCode: -1, result: `chdir ${cwd}: no such file or directory` }
+    : { exitCode: await execExitCode(exec), result: Buffer.concat(output).toString('utf8') };
+  return { body: answer };
 }
 
-function describeSession(session: Session): Record<string, unknown> {
+function describeSession(session: Session): SessionBody {
   return {
     sessionId: session.id,
     commands: [...session.commands.values()].map((command) => command.describe()),
@@ -126,7 +130,7 @@ export async function handleSessionRoute(
       if (typeof body.sessionId !== 'string' || body.sessionId === '')
         throw new DaytonaHttpError(400, 'sessionId is required');
       await record.sessions.create(body.sessionId, record.container, record.account, record.account.home);
-      return undefined;
+      return { status: 201 };
     }
     if (method === 'GET') return { body: record.sessions.list().map(describeSession) };
     return 'unmatched';
@@ -135,7 +139,7 @@ export async function handleSessionRoute(
     if (method === 'GET') return { body: describeSession(record.sessions.get(sessionId)) };
     if (method === 'DELETE') {
       await record.sessions.delete(sessionId);
-      return undefined;
+      return { status: 204 };
     }
     return 'unmatched';
   }
@@ -150,7 +154,7 @@ export async function handleSessionRoute(
     const body = await bodyObject(request);
     if (typeof body.data !== 'string') throw new DaytonaHttpError(400, 'data must be a string');
     await session.sendInput(commandId, body.data);
-    return undefined;
+    return { status: 204 };
   }
   return 'unmatched';
 }
@@ -160,7 +164,11 @@ async function executeInSession(session: Session, request: IncomingMessage): Pro
   if (typeof body.command !== 'string' || body.command.trim() === '')
     throw new DaytonaHttpError(400, 'command is required');
   const command = session.execute(body.command);
-  if (body.runAsync === true || body.async === true) return { body: { cmdId: command.id } };
+  if (body.runAsync === true || body.async === true) {
+    const started: SessionExecuteBody = { cmdId: command.id };
+    return { body: started, status: 202 };
+  }
   await command.finished;
-  return { body: { cmdId: command.id, exitCode: command.exitCode, ...command.logs() } };
+  const finished: SessionExecuteBody = { cmdId: command.id, exitCode: command.exitCode, ...command.logs() };
+  return { body: finished };
 }

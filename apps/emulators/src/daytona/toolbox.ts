@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { WebSocketServer } from 'ws';
 import { sendJson } from '../http/http-util.js';
 import { EMULATED_DAEMON_VERSION } from './control-plane.js';
-import { DaytonaHttpError } from './errors.js';
+import { DaytonaHttpError, UnimplementedRequest } from './errors.js';
 import type { SandboxRecord, SandboxRegistry } from './sandbox-registry.js';
 import type { LogEvent } from './sessions.js';
 import { handleFilesRoute } from './toolbox-files.js';
@@ -62,17 +62,19 @@ async function serveToolbox(
   if (result === 'sent') return;
   request.resume();
   if (result === 'unmatched')
-    throw new DaytonaHttpError(
+    throw new UnimplementedRequest(
       404,
       `${request.method} ${path} is not part of the emulated toolbox`,
       'NOT_FOUND',
     );
-  if (result === undefined) {
-    response.writeHead(200, { 'content-length': '0' });
+  const status = result?.status ?? 200;
+  if (result?.body === undefined) {
+    // 204 has no body, nor a length.
+    response.writeHead(status, status === 204 ? {} : { 'content-length': '0' });
     response.end();
     return;
   }
-  sendJson(response, 200, result.body);
+  sendJson(response, status, result.body);
 }
 
 const STDOUT_PREFIX = Buffer.from([1, 1, 1]);
@@ -98,7 +100,7 @@ export function upgradeLogs(
   path: string,
 ): void {
   const match = LOGS_PATH.exec(path);
-  if (!match) throw new DaytonaHttpError(404, `${path} has no WebSocket`, 'NOT_FOUND');
+  if (!match) throw new UnimplementedRequest(404, `${path} has no WebSocket`, 'NOT_FOUND');
   let sessionId: string;
   let commandId: string;
   try {
