@@ -5,10 +5,12 @@ import {
   CoreV1Api,
   Exec,
   KubeConfig,
+  type V1NetworkPolicy,
   type V1Pod,
   type V1Status,
   Watch,
 } from '@kubernetes/client-node';
+import { ObjectSerializer } from '@kubernetes/client-node/dist/gen/models/ObjectSerializer.js';
 import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -124,6 +126,32 @@ async function runningPod(name: string, options: Parameters<typeof podBody>[1] =
     () => core.readNamespacedPod({ namespace, name }),
     (pod) => pod.status?.phase === 'Running',
   );
+}
+
+/** The JSON the emulator answers `GET path` with, on the wire. */
+async function wire(path: string): Promise<unknown> {
+  const response = await fetch(`${emulator!.url}${path}`, {
+    headers: { authorization: `Bearer ${emulator!.token}` },
+  });
+  return response.json();
+}
+
+/** `body` with every RFC 3339 time written as `Date.toISOString` does (how the serializer writes them back). */
+function sameTimes(body: unknown): unknown {
+  return JSON.parse(JSON.stringify(body), (_key, value: unknown) =>
+    typeof value === 'string' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(value)
+      ? new Date(value).toISOString()
+      : value,
+  );
+}
+
+/**
+ * Checks `body` against client-node's runtime model `type`: read into the model and written back, it
+ * is unchanged, so it holds no field the model lacks and each field has the model's shape.
+ */
+function roundTrips(body: unknown, type: string): void {
+  const model: unknown = ObjectSerializer.deserialize(body, type, '');
+  expect(sameTimes(ObjectSerializer.serialize(model, type, '')), type).toEqual(sameTimes(body));
 }
 
 async function gone(name: string): Promise<void> {
@@ -405,6 +433,164 @@ describe.skipIf(problem !== undefined)('k8s emulator driven by @kubernetes/clien
     await expect(run(name, ['true'])).rejects.toThrow(/400/);
     await core.deleteNamespacedPod({ namespace, name });
     await gone(name);
+  });
+
+  it('reports the requests it does not implement, and answers them as the API server does', async () => {
+    const before = emulator!.unimplemented.length;
+    const headers = { authorization: `Bearer ${emulator!.token}` };
+    const deployments = await fetch(`${emulator!.url}/apis/apps/v1/namespaces/default/deployments?limit=1`, {
+      headers,
+    });
+    expect(deployments.status).toBe(404);
+    expect(await deployments.json()).toMatchObject({ kind: 'Status', reason: 'NotFound', code: 404 });
+    const logs = await fetch(`${emulator!.url}/api/v1/namespaces/default/pods/any/log`, { headers });
+    expect(logs.status).toBe(405);
+    expect(emulator!.unimplemented.slice(before)).toEqual([
+      'GET /apis/apps/v1/namespaces/default/deployments',
+      'GET /api/v1/namespaces/default/pods/any/log',
+    ]);
+  });
+
+  it("answers bodies that round-trip through client-node's ObjectSerializer, of every kind", async () => {
+    const name = 'ws-serial';
+    await core.createNamespacedPersistentVolumeClaim({
+      namespace,
+      body: {
+        metadata: { name },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      },
+    });
+    await runningPod(name, { claim: name });
+    const policy = await fetch(
+      `${emulator!.url}/apis/networking.k8s.io/v1/namespaces/default/networkpolicies`,
+      {
+        method: 'POST',
+        headers: { authorization: `Bearer ${emulator!.token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          metadata: { name },
+          spec: { podSelector: { matchLabels: { app: 'nothing' } }, policyTypes: ['Egress'] },
+        }),
+      },
+    );
+    expect(policy.status).toBe(201);
+    roundTrips(await policy.json(), 'V1NetworkPolicy');
+    const bodies: [string, string][] = [
+      [`/api/v1/namespaces/default/pods/${name}`, 'V1Pod'],
+      ['/api/v1/namespaces/default/pods', 'V1PodList'],
+      [`/api/v1/namespaces/default/persistentvolumeclaims/${name}`, 'V1PersistentVolumeClaim'],
+      ['/api/v1/persistentvolumeclaims', 'V1PersistentVolumeClaimList'],
+      ['/api/v1/namespaces/default', 'V1Namespace'],
+      ['/api/v1/namespaces', 'V1NamespaceList'],
+      [`/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/${name}`, 'V1NetworkPolicy'],
+      ['/apis/networking.k8s.io/v1/networkpolicies', 'V1NetworkPolicyList'],
+      ['/api/v1/namespaces/default/pods/no-such-pod', 'V1Status'],
+      ['/version', 'VersionInfo'],
+      ['/api', 'V1APIVersions'],
+    ];
+    for (const [path, type] of bodies) roundTrips(await wire(path), type);
+    const headers = { authorization: `Bearer ${emulator!.token}` };
+    const deleted = await fetch(`${emulator!.url}/api/v1/namespaces/default/pods/${name}`, {
+      method: 'DELETE',
+      headers,
+    });
+    roundTrips(await deleted.json(), 'V1Pod');
+    const claim = await fetch(`${emulator!.url}/api/v1/namespaces/default/persistentvolumeclaims/${name}`, {
+      method: 'DELETE',
+      headers,
+    });
+    roundTrips(await claim.json(), 'V1PersistentVolumeClaim');
+    const removed = await fetch(
+      `${emulator!.url}/apis/networking.k8s.io/v1/namespaces/default/networkpolicies/${name}`,
+      { method: 'DELETE', headers },
+    );
+    roundTrips(await removed.json(), 'V1NetworkPolicy');
+    await gone(name);
+  }, 60_000);
+
+  it('validates label keys and values and names as the API server does (422 naming the field)', async () => {
+    const refused = async (body: V1Pod) => {
+      const error = await rejection(() => core.createNamespacedPod({ namespace, body }));
+      expect(error.code).toBe(422);
+      return JSON.parse(error.body) as V1Status;
+    };
+    const long = await refused(podBody('ws-label', { labels: { team: 'x'.repeat(64) } }));
+    expect(long.details?.causes?.[0]).toMatchObject({ field: 'metadata.labels' });
+    expect(long.message).toMatch(/must be no more than 63 characters/);
+    const key = await refused(podBody('ws-label', { labels: { 'bad key': 'x' } }));
+    expect(key.details?.causes?.[0]?.field).toBe('metadata.labels');
+    const value = await refused(podBody('ws-label', { labels: { team: 'a b' } }));
+    expect(value.details?.causes?.[0]?.field).toBe('metadata.labels');
+    const name = await refused(podBody('a'.repeat(254)));
+    expect(name.message).toMatch(/metadata.name: Invalid value: "a+": must be no more than 253 characters/);
+    const annotated = podBody('ws-annotated');
+    annotated.metadata!.annotations = { note: 'x'.repeat(256 * 1024) };
+    const annotations = await refused(annotated);
+    expect(annotations.message).toMatch(/metadata.annotations: Too long: must have at most 262144 bytes/);
+  });
+
+  it('deletes only the object a delete precondition names, and an ended pod at once', async () => {
+    const name = 'ws-precondition';
+    const body = podBody(name);
+    body.spec!.containers[0]!.command = ['true'];
+    const created = await core.createNamespacedPod({ namespace, body });
+    const stale = await rejection(() =>
+      core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid: 'not-its-uid' } } }),
+    );
+    expect(stale.code).toBe(409);
+    expect(JSON.parse(stale.body)).toMatchObject({
+      reason: 'Conflict',
+      message: expect.stringMatching(/Precondition failed: UID in precondition: not-its-uid/),
+    });
+    const ended = await until(
+      'Succeeded',
+      () => core.readNamespacedPod({ namespace, name }),
+      (pod) => pod.status?.phase === 'Succeeded',
+    );
+    expect(ended.metadata?.uid).toBe(created.metadata?.uid);
+    const deleted = await core.deleteNamespacedPod({
+      namespace,
+      name,
+      body: { preconditions: { uid: created.metadata?.uid } },
+    });
+    // The pod strategy gives a pod that ended no grace period, whatever its spec says.
+    expect(deleted.metadata?.deletionGracePeriodSeconds).toBe(0);
+    await gone(name);
+    const claim = await core.createNamespacedPersistentVolumeClaim({
+      namespace,
+      body: {
+        metadata: { name },
+        spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } },
+      },
+    });
+    const staleClaim = await rejection(() =>
+      core.deleteNamespacedPersistentVolumeClaim({
+        namespace,
+        name,
+        body: { preconditions: { resourceVersion: '1' } },
+      }),
+    );
+    expect(staleClaim.code).toBe(409);
+    await core.deleteNamespacedPersistentVolumeClaim({
+      namespace,
+      name,
+      body: { preconditions: { uid: claim.metadata?.uid } },
+    });
+  });
+
+  it('defaults a NetworkPolicy to Ingress only when its egress rules are an empty list', async () => {
+    const path = `${emulator!.url}/apis/networking.k8s.io/v1/namespaces/default/networkpolicies`;
+    const headers = { authorization: `Bearer ${emulator!.token}`, 'content-type': 'application/json' };
+    const created = await fetch(path, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ metadata: { name: 'ws-empty-egress' }, spec: { podSelector: {}, egress: [] } }),
+    });
+    // Empty rule lists are not written back (the API server's JSON omits empty lists).
+    expect(((await created.json()) as V1NetworkPolicy).spec).toEqual({
+      podSelector: {},
+      policyTypes: ['Ingress'],
+    });
+    await fetch(`${path}/ws-empty-egress`, { method: 'DELETE', headers });
   });
 
   it('finds its pods again after a restart with the same instance', async () => {

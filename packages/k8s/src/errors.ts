@@ -37,7 +37,10 @@ export function httpCode(error: unknown): number | undefined {
 /**
  * The WsError for an error of the Kubernetes API, `(error, what)`: 401 and 403 are
  * `PERMISSION_DENIED` (RBAC names the verb and resource), 404 `NOT_FOUND`, 409 `CONFLICT`, 400 and
- * 422 `INVALID_ARGUMENT`, a throttled, failing or unreachable server `BACKEND_UNAVAILABLE`. The HTTP
+ * 422 `INVALID_ARGUMENT` (a name, label or annotation past the API server's limits among them), 413
+ * `LIMIT_EXCEEDED` (a body over the API server's request size limit, 3 MiB by default), a throttled
+ * (429, retried after its `Retry-After` by the calls that may repeat), failing or unreachable server
+ * `BACKEND_UNAVAILABLE`. The HTTP
  * status and the `Status` reason are kept in `details.httpCode` and `details.reason`.
  */
 export const translateK8sError: (error: unknown, what: string) => WsError = vendorErrorMapper({
@@ -63,6 +66,9 @@ export const translateK8sError: (error: unknown, what: string) => WsError = vend
     if (code === 409) return said('CONFLICT', `Kubernetes: ${what}: ${message}`);
     if (code === 422 || code === 400)
       return said('INVALID_ARGUMENT', `Kubernetes rejected ${what}: ${message}`);
+    // The API server reads no more than its request size limit: the object is too large to store.
+    if (code === 413)
+      return said('LIMIT_EXCEEDED', `Kubernetes refused ${what}: ${message} (the request body is too large)`);
     // Refused without being done (the API server's priority and fairness, or a quota): safe to repeat.
     if (code === 429) {
       const headers = (error as ApiException<unknown>).headers;

@@ -66,6 +66,20 @@ const sleep = (ms: number, signal?: AbortSignal) =>
   });
 
 /**
+ * A spec as JSON with its keys sorted and its empty lists left out: the API server writes no empty
+ * list (omitempty) and the client orders a model's keys its own way, so the same spec read back is
+ * compared equal to the one asked for.
+ */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, item: unknown) => {
+    if (Array.isArray(item)) return item.length === 0 ? undefined : item;
+    if (item !== null && typeof item === 'object')
+      return Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    return item;
+  });
+}
+
+/**
  * The Pod and the PVC of one workspace id, through the core API: found by name, checked to be this
  * workspace's by their labels and id annotation before anything is done to them (an object of the
  * same name that is not is a `CONFLICT`, never changed), created, waited for and deleted.
@@ -292,8 +306,10 @@ export class WorkspaceObjects {
       if (reason) {
         const message = unschedulable?.message ?? waiting?.message ?? pod.status?.message ?? '';
         if (created) await this.deletePod().catch(() => {});
+        // No node has room for another Pod (the kubelet's maxPods): a count limit, not a fault.
+        const full = unschedulable !== undefined && /Too many pods/.test(message);
         throw new WsError(
-          'BACKEND_ERROR',
+          full ? 'LIMIT_EXCEEDED' : 'BACKEND_ERROR',
           `The Pod ${this.name} cannot run (${reason})${message ? `: ${message}` : ''}`,
           {
             details: {
@@ -421,7 +437,7 @@ export class WorkspaceObjects {
     const wanted = networkPolicyManifest(this.metadata(), this.workspaceId, network);
     const found = await this.readNetworkPolicy();
     if (found && !found.metadata?.deletionTimestamp) {
-      if (JSON.stringify(found.spec) === JSON.stringify(wanted.spec)) return;
+      if (canonical(found.spec) === canonical(wanted.spec)) return;
       await this.deleteNetworkPolicy();
     }
     try {

@@ -29,6 +29,8 @@ export interface EmulatorConnection {
 
 let emulator: Promise<EmulatorProcess> | undefined;
 let networked: Promise<EmulatorProcess> | undefined;
+/** Emulators started with `--limit` pairs, by their arguments. */
+const limited = new Map<string, Promise<EmulatorProcess>>();
 
 function connectionOf({ env, instance }: EmulatorProcess): EmulatorConnection {
   return { kubeconfig: env.KUBECONFIG!, apiUrl: env.K8S_API_URL!, token: env.K8S_TOKEN!, instance };
@@ -50,15 +52,43 @@ export async function networkedConnection(): Promise<EmulatorConnection> {
   return connectionOf(await networked);
 }
 
-/** Stops the emulators and removes the containers and volumes of their instances (and nothing else). */
+/**
+ * An emulator holding the API server to other limits (`{ podsPerNode: 1 }` →
+ * `--limit podsPerNode=1`), started on first use; one per set of limits.
+ */
+export async function limitedConnection(limits: Record<string, number>): Promise<EmulatorConnection> {
+  const args = [
+    '--no-network',
+    ...Object.entries(limits).flatMap(([name, value]) => ['--limit', `${name}=${value}`]),
+  ];
+  const key = args.join(' ');
+  let started = limited.get(key);
+  if (!started) {
+    started = launchEmulator('k8s', args);
+    limited.set(key, started);
+  }
+  return connectionOf(await started);
+}
+
+/**
+ * Stops the emulators and removes the containers and volumes of their instances (and nothing else).
+ * Throws, once they are stopped, when the backend made requests an emulator does not implement.
+ */
 export async function stopEmulator(): Promise<void> {
-  const started = [emulator, networked];
+  const started = [emulator, networked, ...limited.values()];
   emulator = undefined;
   networked = undefined;
+  limited.clear();
+  const unimplemented: string[] = [];
   for (const starting of started) {
     const running = await starting?.catch(() => undefined);
     if (!running) continue;
     await running.stop();
+    unimplemented.push(...running.unimplemented);
     await removeK8sEmulatorObjects(undefined, { instance: running.instance }).catch(() => {});
   }
+  if (unimplemented.length > 0)
+    throw new Error(
+      `The Kubernetes emulator was sent requests it does not implement: ${[...new Set(unimplemented)].join(', ')}`,
+    );
 }

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, NetworkingV1Api } from '@kubernetes/client-node';
 import { generateId, isWsError } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
@@ -72,6 +72,25 @@ describe.skipIf(problem !== undefined)('K8sWorkspace on the emulator', () => {
     await second.initialize();
     expect(Buffer.from(await second.getSandbox().readFile('kept.bin')).equals(bytes)).toBe(true);
     await second.destroy();
+    expect(await objectsOf(workspaceId)).toEqual([]);
+  }, 90_000);
+
+  it('keeps the NetworkPolicy of a shared Pod when a second object asks for the same network', async () => {
+    const workspaceId = generateId();
+    const config = new KubeConfig();
+    config.loadFromFile(emulated!.kubeconfig);
+    const networking = config.makeApiClient(NetworkingV1Api);
+    const name = objectName(workspaceId);
+    const first = open(workspaceId, { network: 'none' });
+    await first.initialize();
+    const before = (await networking.readNamespacedNetworkPolicy({ name, namespace })).metadata?.uid;
+    expect(before).toBeDefined();
+    // The spec read back (keys in the client's order, empty lists left out) is the one asked for.
+    const second = open(workspaceId, { network: 'none' });
+    await second.initialize();
+    expect((await networking.readNamespacedNetworkPolicy({ name, namespace })).metadata?.uid).toBe(before);
+    await second.close();
+    await first.destroy();
     expect(await objectsOf(workspaceId)).toEqual([]);
   }, 90_000);
 

@@ -1,9 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { V1Status } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { dockerMessage, execExitCode, FrameDemuxer, startExec, streamDone } from '../docker/exec.js';
 import { badRequest } from './status.js';
+import type { Wire } from './wire.js';
 
 /** Subprotocols served, best first. v5 adds the close-stdin frame; v4 made channel 3 a JSON Status. */
 export const EXEC_PROTOCOLS = [
@@ -62,14 +64,17 @@ export function execWebSocketServer(): WebSocketServer {
 export function exitMessage(protocol: string, exitCode: number): string | undefined {
   const failure = `command terminated with non-zero exit code: error executing command [exit code ${exitCode}]`;
   if (protocol === 'v4.channel.k8s.io' || protocol === 'v5.channel.k8s.io') {
-    if (exitCode === 0) return JSON.stringify({ metadata: {}, status: 'Success' });
-    return JSON.stringify({
-      metadata: {},
-      status: 'Failure',
-      message: failure,
-      reason: 'NonZeroExitCode',
-      details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
-    });
+    const status: Wire<V1Status> =
+      exitCode === 0
+        ? { metadata: {}, status: 'Success' }
+        : {
+            metadata: {},
+            status: 'Failure',
+            message: failure,
+            reason: 'NonZeroExitCode',
+            details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+          };
+    return JSON.stringify(status);
   }
   // Before v4 the error channel carries only the text of a failure.
   return exitCode === 0 ? undefined : failure;
@@ -100,7 +105,13 @@ export function upgradeExec(
         const message = `error executing command ${JSON.stringify(exec.argv)}: ${dockerMessage(error)}`;
         const body =
           webSocket.protocol === 'v4.channel.k8s.io' || webSocket.protocol === 'v5.channel.k8s.io'
-            ? JSON.stringify({ metadata: {}, status: 'Failure', message, reason: 'InternalError', code: 500 })
+            ? JSON.stringify({
+                metadata: {},
+                status: 'Failure',
+                message,
+                reason: 'InternalError',
+                code: 500,
+              } satisfies Wire<V1Status>)
             : message;
         webSocket.send(frame(ERROR, body), () => webSocket.close(1000));
       }

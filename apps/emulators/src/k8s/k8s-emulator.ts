@@ -7,9 +7,13 @@ import Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
+import { UnimplementedLog } from '../http/unimplemented.js';
+import { resolveLimits } from '../limits.js';
 import { type ApiContext, handleRequest, handleUpgrade } from './api-server.js';
+import { Completions } from './completions.js';
 import { execWebSocketServer } from './exec-websocket.js';
 import { k8sFilter, ResourceVersions } from './labels.js';
+import { K8S_LIMITS, type K8sLimits } from './limits.js';
 import { NamespaceStore } from './namespaces.js';
 import { NetworkPolicyStore } from './network-policies.js';
 import { PodStore } from './pods.js';
@@ -40,7 +44,16 @@ export interface K8sEmulatorOptions extends SandboxNetworkOption {
   kubeconfigPath?: string;
   /** Receives one line per lifecycle event and per request. */
   onLog?: (line: string) => void;
+  /**
+   * The API server's and the node's limits to enforce instead of the real defaults (`K8S_LIMITS`:
+   * `requestBodyBytes`, `requestsInFlight`, `mutatingRequestsInFlight`, `podsPerNode`, `nameChars`,
+   * `labelValueChars`, `annotationsBytes`), e.g. `{ podsPerNode: 1 }`. An unknown name throws.
+   */
+  limits?: Partial<Record<keyof K8sLimits, number>>;
 }
+
+/** How long `close()` waits for accepted deletions (Pods' containers, claims' volumes) to complete, in ms. */
+const COMPLETION_WAIT_MS = 30_000;
 
 /** `KubeConfig.loadFromOptions` input for the emulator (plain HTTP needs `skipTLSVerify`). */
 export interface K8sKubeConfigOptions {
@@ -62,6 +75,17 @@ export interface K8sEmulator extends AsyncDisposable {
   /** `KUBECONFIG`, `K8S_API_URL` and `K8S_TOKEN` for a client. */
   env: Record<string, string>;
   loadKubeConfig(): K8sKubeConfigOptions;
+  /**
+   * The requests it received and does not implement (`PUT /api/v1/namespaces/default/pods/x`, an
+   * unknown path, a watch of anything but pods), oldest first; each is also logged as
+   * `k8s: unimplemented …`.
+   */
+  readonly unimplemented: readonly string[];
+  /**
+   * Stops serving, then waits (up to 30 s) for the deletions it accepted to complete (a deleted
+   * Pod's container removed, a deleted claim's volume once no Pod uses it), as a cluster finishes
+   * them. Idempotent; the Pods' containers and volumes that were not deleted stay.
+   */
   close(): Promise<void>;
 }
 
@@ -122,8 +146,12 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
     );
   const token = options.token ?? randomBytes(24).toString('base64url');
   if (!/^\S+$/.test(token)) throw new Error('The emulator token must be non-empty and have no spaces');
+  const limits: K8sLimits = resolveLimits(K8S_LIMITS, options.limits, 'k8s');
+  const unimplemented = new UnimplementedLog('k8s', log);
+  const completions = new Completions();
+  const track = <T>(work: Promise<T>): Promise<T> => completions.track(work);
   const versions = new ResourceVersions();
-  const base = { docker, instance, versions, log };
+  const base = { docker, instance, versions, log, limits, track };
   const namespaces = new NamespaceStore(base);
   const networkPolicies = new NetworkPolicyStore(base);
   let pods: PodStore | undefined;
@@ -135,7 +163,8 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
     pvcs,
     egressOf: (namespace, labels) => networkPolicies.egressOf(namespace, labels),
     onGone: () =>
-      void pvcs.reap().catch((error: unknown) => log(`k8s: reap failed: ${dockerMessage(error)}`)),
+      void track(pvcs.reap()).catch((error: unknown) => log(`k8s: reap failed: ${dockerMessage(error)}`)),
+    track,
   });
   namespaces.pods = pods;
   namespaces.pvcs = pvcs;
@@ -145,7 +174,19 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
   await pvcs.restore();
   await pods.restore();
   const webSockets = execWebSocketServer();
-  const context: ApiContext = { token, namespaces, pods, pvcs, networkPolicies, versions, webSockets, log };
+  const context: ApiContext = {
+    token,
+    namespaces,
+    pods,
+    pvcs,
+    networkPolicies,
+    versions,
+    webSockets,
+    log,
+    unimplemented,
+    limits,
+    inFlight: { all: 0, mutating: 0 },
+  };
   const server = createServer((request, response) => void handleRequest(context, request, response));
   server.on('upgrade', (request, socket, head) => handleUpgrade(context, request, socket, head));
   const url = `http://127.0.0.1:${await listenOnLoopback(server, options.port)}`;
@@ -166,9 +207,14 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
     for (const client of webSockets.clients) client.terminate();
     webSockets.close();
   });
-  const close = async (): Promise<void> => {
-    await stop();
-    if (ownDirectory) await rm(ownDirectory, { recursive: true, force: true });
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      await stop();
+      await completions.settle(COMPLETION_WAIT_MS);
+      if (ownDirectory) await rm(ownDirectory, { recursive: true, force: true });
+    })();
+    return closing;
   };
   return {
     url,
@@ -177,6 +223,9 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
     kubeconfigPath,
     env: { KUBECONFIG: kubeconfigPath, K8S_API_URL: url, K8S_TOKEN: token },
     loadKubeConfig: () => structuredClone(kubeOptions),
+    get unimplemented() {
+      return unimplemented.requests;
+    },
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -1,3 +1,4 @@
+import type { V1Namespace } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord } from '../http/http-util.js';
@@ -14,7 +15,15 @@ import {
 import type { NetworkPolicyStore } from './network-policies.js';
 import type { PodStore } from './pods.js';
 import type { PvcStore } from './pvcs.js';
-import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
+import {
+  alreadyExists,
+  badRequest,
+  checkMetadata,
+  K8sError,
+  type MetadataLimits,
+  notFound,
+} from './status.js';
+import type { Wire } from './wire.js';
 
 /** Namespaces that always exist. */
 const BUILT_IN = ['default', 'kube-system', 'kube-public'];
@@ -31,6 +40,9 @@ export interface NamespaceStoreOptions {
   instance: string;
   versions: ResourceVersions;
   log: (line: string) => void;
+  limits: MetadataLimits;
+  /** Keeps an accepted deletion until it completes (`close()` waits for it). */
+  track: <T>(work: Promise<T>) => Promise<T>;
 }
 
 /** Namespaces; each created one is an empty Docker volume holding its metadata in labels. */
@@ -72,10 +84,10 @@ export class NamespaceStore {
       );
   }
 
-  async create(body: unknown): Promise<Record<string, unknown>> {
+  async create(body: unknown): Promise<Wire<V1Namespace>> {
     if (!isRecord(body)) throw badRequest('the request body must be a Namespace object');
     const metadata = newMetadata(isRecord(body.metadata) ? body.metadata : {});
-    checkName('Namespace', metadata.name, true);
+    checkMetadata('Namespace', metadata, this.options.limits, true);
     if (this.records.has(metadata.name)) throw alreadyExists('namespaces', metadata.name);
     const volumeName = `ws-k8s-${this.options.instance}-ns-${metadata.name}`;
     await this.options.docker.createVolume({
@@ -88,20 +100,20 @@ export class NamespaceStore {
     return this.render(record);
   }
 
-  read(name: string): Record<string, unknown> {
+  read(name: string): Wire<V1Namespace> {
     const record = this.records.get(name);
     if (!record) throw notFound('namespaces', name);
     return this.render(record);
   }
 
-  list(accept: (metadata: ObjectMeta) => boolean): Record<string, unknown>[] {
+  list(accept: (metadata: ObjectMeta) => boolean): Wire<V1Namespace>[] {
     return [...this.records.values()]
       .filter((record) => accept(record.metadata))
       .map((record) => this.render(record));
   }
 
   /** Marks the namespace terminating, deletes its pods and claims, then the namespace itself. */
-  async delete(name: string): Promise<Record<string, unknown>> {
+  async delete(name: string): Promise<Wire<V1Namespace>> {
     const record = this.records.get(name);
     if (!record) throw notFound('namespaces', name);
     if (!record.volumeName)
@@ -116,7 +128,7 @@ export class NamespaceStore {
       );
     if (!record.metadata.deletionTimestamp) {
       record.metadata.deletionTimestamp = timestamp();
-      void this.drain(record);
+      void this.options.track(this.drain(record));
     }
     return this.render(record);
   }
@@ -150,7 +162,7 @@ export class NamespaceStore {
     this.options.log(`k8s: namespace ${name} deleted`);
   }
 
-  private render(record: NamespaceRecord): Record<string, unknown> {
+  private render(record: NamespaceRecord): Wire<V1Namespace> {
     const phase = record.metadata.deletionTimestamp ? 'Terminating' : 'Active';
     const resourceVersion = record.version.observe(phase);
     const labels = { 'kubernetes.io/metadata.name': record.metadata.name, ...record.metadata.labels };

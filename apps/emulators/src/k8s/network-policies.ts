@@ -10,7 +10,15 @@ import {
   storedInVolumes,
   storeLabels,
 } from './labels.js';
-import { alreadyExists, badRequest, checkName, invalid, notFound } from './status.js';
+import {
+  alreadyExists,
+  badRequest,
+  checkMetadata,
+  invalid,
+  type MetadataLimits,
+  notFound,
+} from './status.js';
+import type { Wire } from './wire.js';
 
 interface PolicyRecord {
   metadata: ObjectMeta;
@@ -25,6 +33,7 @@ export interface NetworkPolicyStoreOptions {
   instance: string;
   versions: ResourceVersions;
   log: (line: string) => void;
+  limits: MetadataLimits;
 }
 
 /**
@@ -101,12 +110,20 @@ function checkSpec(name: string, spec: unknown): V1NetworkPolicySpec {
       }
     }
   }
-  // The API server's default: Ingress always, Egress when the policy has egress rules.
-  const policyTypes = (types as string[] | undefined) ?? [
-    'Ingress',
-    ...(spec.egress !== undefined ? ['Egress'] : []),
-  ];
-  return { ...(spec as V1NetworkPolicySpec), policyTypes };
+  // The API server's default: Ingress always, Egress when the policy has egress rules (not an empty list).
+  const given = types as string[] | undefined;
+  const policyTypes =
+    given && given.length > 0
+      ? given
+      : ['Ingress', ...(Array.isArray(spec.egress) && spec.egress.length > 0 ? ['Egress'] : [])];
+  // Empty rule lists are left out, as the API server's JSON leaves out empty lists (omitempty).
+  const { ingress, egress, ...rest } = spec as V1NetworkPolicySpec;
+  return {
+    ...rest,
+    ...(ingress && ingress.length > 0 ? { ingress } : {}),
+    ...(egress && egress.length > 0 ? { egress } : {}),
+    policyTypes,
+  } as V1NetworkPolicySpec;
 }
 
 /**
@@ -133,10 +150,10 @@ export class NetworkPolicyStore {
       });
   }
 
-  async create(namespace: string, body: unknown): Promise<V1NetworkPolicy> {
+  async create(namespace: string, body: unknown): Promise<Wire<V1NetworkPolicy>> {
     if (!isRecord(body)) throw badRequest('the request body must be a NetworkPolicy object');
     const metadata = newMetadata(isRecord(body.metadata) ? body.metadata : {}, namespace);
-    checkName('NetworkPolicy', metadata.name);
+    checkMetadata('NetworkPolicy', metadata, this.options.limits);
     if (this.records.has(key(namespace, metadata.name)))
       throw alreadyExists('networkpolicies', metadata.name);
     const spec = checkSpec(metadata.name, body.spec);
@@ -155,13 +172,13 @@ export class NetworkPolicyStore {
     return render(record);
   }
 
-  read(namespace: string, name: string): V1NetworkPolicy {
+  read(namespace: string, name: string): Wire<V1NetworkPolicy> {
     const record = this.records.get(key(namespace, name));
     if (!record) throw notFound('networkpolicies', name);
     return render(record);
   }
 
-  list(namespace: string | undefined, accept: (metadata: ObjectMeta) => boolean): V1NetworkPolicy[] {
+  list(namespace: string | undefined, accept: (metadata: ObjectMeta) => boolean): Wire<V1NetworkPolicy>[] {
     return [...this.records.values()]
       .filter((record) => namespace === undefined || record.metadata.namespace === namespace)
       .filter((record) => accept(record.metadata))
@@ -175,7 +192,7 @@ export class NetworkPolicyStore {
   }
 
   /** Deletes the policy at once (it has no finalizers); resolves with it as it was. */
-  async delete(namespace: string, name: string): Promise<V1NetworkPolicy> {
+  async delete(namespace: string, name: string): Promise<Wire<V1NetworkPolicy>> {
     const record = this.records.get(key(namespace, name));
     if (!record) throw notFound('networkpolicies', name);
     try {
@@ -215,15 +232,12 @@ function verdictOf(specs: readonly V1NetworkPolicySpec[]): EgressVerdict {
   return isolating.some((spec) => (spec.egress ?? []).length > 0) ? 'filtered' : 'none';
 }
 
-function render(record: PolicyRecord): V1NetworkPolicy {
+function render(record: PolicyRecord): Wire<V1NetworkPolicy> {
   return {
     kind: 'NetworkPolicy',
     apiVersion: 'networking.k8s.io/v1',
-    metadata: {
-      ...record.metadata,
-      resourceVersion: record.resourceVersion,
-    } as unknown as V1NetworkPolicy['metadata'],
-    spec: record.spec,
+    metadata: { ...record.metadata, resourceVersion: record.resourceVersion, generation: 1 },
+    spec: record.spec as Wire<V1NetworkPolicySpec>,
   };
 }
 

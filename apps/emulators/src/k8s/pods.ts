@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { V1Pod, V1PodCondition, V1PodSpec, V1PodStatus } from '@kubernetes/client-node';
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord } from '../http/http-util.js';
@@ -22,7 +23,15 @@ import {
   podMounts,
 } from './pod-container.js';
 import type { PvcStore } from './pvcs.js';
-import { alreadyExists, badRequest, checkName, K8sError, notFound } from './status.js';
+import {
+  alreadyExists,
+  badRequest,
+  checkMetadata,
+  K8sError,
+  type MetadataLimits,
+  notFound,
+} from './status.js';
+import type { Wire } from './wire.js';
 
 /** How long after `ErrImagePull` a pod reports `ImagePullBackOff`, in ms. */
 const BACK_OFF_MS = 1000;
@@ -35,6 +44,12 @@ interface PodRecord {
   container?: Docker.Container;
   /** Why the container is not there (yet): `ContainerCreating`, `ErrImagePull`, `CreateContainerError`. */
   waiting?: { reason: string; message?: string; since: number };
+  /** Bound to the node (the emulator's one node has room for `podsPerNode`). */
+  scheduled?: boolean;
+  /** Its container ended (`Succeeded` or `Failed`): it no longer takes a place on the node. */
+  ended?: boolean;
+  /** Why it is not scheduled yet (the node is full). */
+  unschedulable?: { message: string; since: string };
   /** Creating the container; deletion waits for it. */
   starting?: Promise<void>;
   deleting?: Promise<void>;
@@ -55,10 +70,13 @@ export interface PodStoreOptions {
   egressOf: (namespace: string, labels: Readonly<Record<string, string>>) => EgressVerdict;
   /** Called once a pod is gone (so deleted claims it held can go). */
   onGone: () => void;
+  /** Keeps an accepted deletion until it completes (`close()` waits for it). */
+  track: <T>(work: Promise<T>) => Promise<T>;
+  limits: MetadataLimits & { podsPerNode: number };
 }
 
 /** A change the store made itself (a watch also polls for the ones the engine makes). */
-export type PodEvent = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Record<string, unknown>) => void;
+export type PodEvent = (type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: Wire<V1Pod>) => void;
 
 /** Pods, each backed by one Docker container labelled with the instance. */
 export class PodStore {
@@ -76,7 +94,7 @@ export class PodStore {
     return () => this.events.off('pod', listener);
   }
 
-  private async announce(type: 'ADDED' | 'MODIFIED', record: PodRecord): Promise<Record<string, unknown>> {
+  private async announce(type: 'ADDED' | 'MODIFIED', record: PodRecord): Promise<Wire<V1Pod>> {
     const pod = await this.render(record);
     this.events.emit('pod', type, pod);
     return pod;
@@ -95,16 +113,17 @@ export class PodStore {
         metadata: stored.metadata,
         spec: stored.spec,
         container: this.options.docker.getContainer(summary.Id),
+        scheduled: true,
         version: new Versioned(this.options.versions),
       });
     }
   }
 
-  create(namespace: string, body: unknown): Promise<Record<string, unknown>> {
+  create(namespace: string, body: unknown): Promise<Wire<V1Pod>> {
     if (!isRecord(body) || !isRecord(body.spec))
       throw badRequest('the request body must be a Pod object with a spec');
     const metadata = newMetadata(isRecord(body.metadata) ? body.metadata : {}, namespace);
-    checkName('Pod', metadata.name);
+    checkMetadata('Pod', metadata, this.options.limits);
     const spec = { ...body.spec };
     checkPodSpec(metadata.name, spec);
     if (this.records.has(key(namespace, metadata.name))) throw alreadyExists('pods', metadata.name);
@@ -113,7 +132,7 @@ export class PodStore {
     spec.dnsPolicy ??= 'ClusterFirst';
     spec.schedulerName ??= 'default-scheduler';
     spec.serviceAccountName ??= 'default';
-    spec.nodeName = NODE_NAME;
+    delete spec.nodeName;
     const record: PodRecord = {
       metadata,
       spec,
@@ -129,8 +148,39 @@ export class PodStore {
     return added;
   }
 
+  /** Pods bound to the node that have not ended and are not gone (as the scheduler's cache counts them). */
+  private async scheduledCount(): Promise<number> {
+    const bound = () => [...this.records.values()].filter((record) => record.scheduled && !record.ended);
+    // Rendering notes the ones whose container ended since.
+    await Promise.all(bound().map((record) => this.render(record).catch(() => undefined)));
+    // Counted after the wait, so that the caller binds a pod before any other pod is counted.
+    return bound().length;
+  }
+
+  /**
+   * Binds the pod to the node once it has room (`podsPerNode`, the kubelet's `maxPods`), as the
+   * scheduler does; until then it is `Unschedulable`. Resolves false when it was deleted meanwhile.
+   */
+  private async schedule(record: PodRecord): Promise<boolean> {
+    while ((await this.scheduledCount()) >= this.options.limits.podsPerNode) {
+      record.unschedulable ??= {
+        message:
+          '0/1 nodes are available: 1 Too many pods. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.',
+        since: timestamp(),
+      };
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      if (this.closed || record.metadata.deletionTimestamp) return false;
+    }
+    record.unschedulable = undefined;
+    record.scheduled = true;
+    record.spec.nodeName = NODE_NAME;
+    return true;
+  }
+
   private async start(record: PodRecord): Promise<void> {
     const { namespace, name } = record.metadata as ObjectMeta & { namespace: string };
+    if (!(await this.schedule(record))) return;
+    await this.announce('MODIFIED', record).catch(() => {});
     const container = checkPodSpec(name, record.spec);
     const requested = container.image as string;
     const image = this.options.images[requested] ?? requested;
@@ -200,14 +250,11 @@ export class PodStore {
     return record;
   }
 
-  read(namespace: string, name: string): Promise<Record<string, unknown>> {
+  read(namespace: string, name: string): Promise<Wire<V1Pod>> {
     return this.render(this.get(namespace, name));
   }
 
-  async list(
-    namespace: string | undefined,
-    accept: (pod: Record<string, unknown>) => boolean,
-  ): Promise<Record<string, unknown>[]> {
+  async list(namespace: string | undefined, accept: (pod: Wire<V1Pod>) => boolean): Promise<Wire<V1Pod>[]> {
     const records = [...this.records.values()].filter(
       (record) => namespace === undefined || record.metadata.namespace === namespace,
     );
@@ -221,10 +268,13 @@ export class PodStore {
       .map((record) => record.metadata.name);
   }
 
-  /** Whether a pod that is not gone yet mounts the claim. */
+  /** Whether a pod bound to the node and not gone yet mounts the claim (as pvc-protection counts). */
   inUse(namespace: string, claim: string): boolean {
     return [...this.records.values()].some(
-      (record) => record.metadata.namespace === namespace && claimsOf(record.spec).includes(claim),
+      (record) =>
+        record.scheduled === true &&
+        record.metadata.namespace === namespace &&
+        claimsOf(record.spec).includes(claim),
     );
   }
 
@@ -232,20 +282,21 @@ export class PodStore {
    * Marks the pod terminating and stops and removes its container in the background (SIGTERM, then
    * SIGKILL after the grace period). Resolves with the pod as it is now.
    */
-  async delete(
-    namespace: string,
-    name: string,
-    gracePeriodSeconds?: number,
-  ): Promise<Record<string, unknown>> {
+  async delete(namespace: string, name: string, gracePeriodSeconds?: number): Promise<Wire<V1Pod>> {
     const record = this.get(namespace, name);
-    const grace = Math.max(
-      0,
-      Math.floor(gracePeriodSeconds ?? Number(record.spec.terminationGracePeriodSeconds ?? 30)),
-    );
+    // As the pod strategy decides: a pod on no node, or one that ended, goes at once.
+    const phase = (await this.render(record)).status?.phase;
+    const over = !record.scheduled || phase === 'Succeeded' || phase === 'Failed';
+    const grace = over
+      ? 0
+      : Math.max(
+          0,
+          Math.floor(gracePeriodSeconds ?? Number(record.spec.terminationGracePeriodSeconds ?? 30)),
+        );
     if (!record.metadata.deletionTimestamp) {
       record.metadata.deletionTimestamp = timestamp(new Date(Date.now() + grace * 1000));
       record.metadata.deletionGracePeriodSeconds = grace;
-      record.deleting = this.remove(record, grace);
+      record.deleting = this.options.track(this.remove(record, grace));
       return this.announce('MODIFIED', record);
     }
     return this.render(record);
@@ -295,23 +346,39 @@ export class PodStore {
     this.closed = true;
   }
 
-  private async render(record: PodRecord): Promise<Record<string, unknown>> {
+  private async render(record: PodRecord): Promise<Wire<V1Pod>> {
     const status = await this.status(record);
     const resourceVersion = record.version.observe([status, record.metadata.deletionTimestamp]);
     return {
       kind: 'Pod',
       apiVersion: 'v1',
       metadata: { ...record.metadata, resourceVersion },
-      spec: record.spec,
+      // What the client sent, checked by `checkPodSpec`, with the API server's defaults filled in.
+      spec: record.spec as unknown as Wire<V1PodSpec>,
       status,
     };
   }
 
-  private async status(record: PodRecord): Promise<Record<string, unknown>> {
+  private async status(record: PodRecord): Promise<Wire<V1PodStatus>> {
     const container = (record.spec.containers as Record<string, unknown>[])[0]!;
+    if (!record.scheduled) {
+      const pending = record.unschedulable;
+      return {
+        phase: 'Pending',
+        conditions: pending
+          ? [
+              {
+                ...condition('PodScheduled', false, pending.since, 'Unschedulable'),
+                message: pending.message,
+              },
+            ]
+          : [],
+        qosClass: 'BestEffort',
+      };
+    }
     const base = {
-      name: container.name,
-      image: container.image,
+      name: String(container.name),
+      image: String(container.image),
       imageID: '',
       restartCount: 0,
       lastState: {},
@@ -350,6 +417,7 @@ export class PodStore {
     else {
       const exitCode = info.State.ExitCode;
       phase = exitCode === 0 ? 'Succeeded' : 'Failed';
+      record.ended = true;
       state = {
         terminated: {
           exitCode,
@@ -384,7 +452,7 @@ export class PodStore {
   }
 }
 
-function condition(type: string, ok: boolean, at: string, reason?: string): Record<string, unknown> {
+function condition(type: string, ok: boolean, at: string, reason?: string): Wire<V1PodCondition> {
   return { type, status: ok ? 'True' : 'False', lastTransitionTime: at, ...(reason ? { reason } : {}) };
 }
 

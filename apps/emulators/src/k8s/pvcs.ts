@@ -1,3 +1,8 @@
+import type {
+  V1PersistentVolumeClaim,
+  V1PersistentVolumeClaimSpec,
+  V1PersistentVolumeClaimStatus,
+} from '@kubernetes/client-node';
 import type Docker from 'dockerode';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import { isRecord, stringMap } from '../http/http-util.js';
@@ -11,7 +16,16 @@ import {
   Versioned,
 } from './labels.js';
 import { applyPatch } from './patch.js';
-import { alreadyExists, badRequest, checkName, invalid, K8sError, notFound } from './status.js';
+import {
+  alreadyExists,
+  badRequest,
+  checkMetadata,
+  invalid,
+  K8sError,
+  type MetadataLimits,
+  notFound,
+} from './status.js';
+import type { Wire } from './wire.js';
 
 /** How long a new claim stays `Pending` before it is `Bound`, in ms. */
 const BIND_DELAY_MS = 200;
@@ -32,6 +46,7 @@ export interface PvcStoreOptions {
   log: (line: string) => void;
   /** Whether a pod that is not gone yet mounts the claim (pvc-protection). */
   inUse: (namespace: string, claim: string) => boolean;
+  limits: MetadataLimits;
 }
 
 /** The Docker volume of a claim (per uid, so a re-created claim starts empty, as a new PV would). */
@@ -58,10 +73,10 @@ export class PvcStore {
       });
   }
 
-  async create(namespace: string, body: unknown): Promise<Record<string, unknown>> {
+  async create(namespace: string, body: unknown): Promise<Wire<V1PersistentVolumeClaim>> {
     if (!isRecord(body)) throw badRequest('the request body must be a PersistentVolumeClaim object');
     const metadata = newMetadata(isRecord(body.metadata) ? body.metadata : {}, namespace);
-    checkName('PersistentVolumeClaim', metadata.name);
+    checkMetadata('PersistentVolumeClaim', metadata, this.options.limits);
     if (this.records.has(key(namespace, metadata.name)))
       throw alreadyExists('persistentvolumeclaims', metadata.name);
     const spec = isRecord(body.spec) ? { ...body.spec } : {};
@@ -108,11 +123,14 @@ export class PvcStore {
     return { volume: record.volumeName };
   }
 
-  read(namespace: string, name: string): Record<string, unknown> {
+  read(namespace: string, name: string): Wire<V1PersistentVolumeClaim> {
     return this.render(this.get(namespace, name));
   }
 
-  list(namespace: string | undefined, accept: (metadata: ObjectMeta) => boolean): Record<string, unknown>[] {
+  list(
+    namespace: string | undefined,
+    accept: (metadata: ObjectMeta) => boolean,
+  ): Wire<V1PersistentVolumeClaim>[] {
     return [...this.records.values()]
       .filter((record) => namespace === undefined || record.metadata.namespace === namespace)
       .filter((record) => accept(record.metadata))
@@ -137,7 +155,7 @@ export class PvcStore {
     name: string,
     type: 'json' | 'merge' | 'strategic',
     body: unknown,
-  ): Record<string, unknown> {
+  ): Wire<V1PersistentVolumeClaim> {
     const record = this.get(namespace, name);
     const current = this.render(record);
     const patched = applyPatch(type, current, body);
@@ -180,7 +198,7 @@ export class PvcStore {
   }
 
   /** Marks the claim deleted; its volume goes once no pod uses it. Resolves with the object. */
-  async delete(namespace: string, name: string): Promise<Record<string, unknown>> {
+  async delete(namespace: string, name: string): Promise<Wire<V1PersistentVolumeClaim>> {
     const record = this.get(namespace, name);
     record.metadata.deletionTimestamp ??= timestamp();
     record.metadata.deletionGracePeriodSeconds = 0;
@@ -207,17 +225,19 @@ export class PvcStore {
     }
   }
 
-  private render(record: PvcRecord): Record<string, unknown> {
+  private render(record: PvcRecord): Wire<V1PersistentVolumeClaim> {
     const bound = Date.now() >= record.boundAt;
-    const requests = isRecord(record.spec.resources) ? record.spec.resources.requests : undefined;
-    const status = bound
+    // The spec as the client sent it, checked by `create` (access modes, a storage request).
+    const given = record.spec as Wire<V1PersistentVolumeClaimSpec>;
+    const storage = given.resources?.requests?.storage;
+    const status: Wire<V1PersistentVolumeClaimStatus> = bound
       ? {
           phase: 'Bound',
-          accessModes: record.spec.accessModes,
-          capacity: isRecord(requests) ? { storage: requests.storage } : {},
+          ...(given.accessModes ? { accessModes: given.accessModes } : {}),
+          capacity: storage !== undefined ? { storage } : {},
         }
       : { phase: 'Pending' };
-    const spec = bound ? { ...record.spec, volumeName: `pvc-${record.metadata.uid}` } : record.spec;
+    const spec = bound ? { ...given, volumeName: `pvc-${record.metadata.uid}` } : given;
     const { deletionTimestamp, labels, annotations, finalizers } = record.metadata;
     const resourceVersion = record.version.observe([
       status,
