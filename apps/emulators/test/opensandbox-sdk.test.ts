@@ -70,6 +70,8 @@ beforeAll(async () => {
     apiKeys: [apiKey],
     images: { workspace: image },
     onLog: (line) => void requests.push(line),
+    // The expiry case waits for a sandbox of two seconds, shorter than the server's minimum of 60.
+    limits: { timeoutMinSeconds: 1 },
   });
 });
 
@@ -407,7 +409,7 @@ describe.skipIf(problem !== undefined)('OpenSandbox emulator driven by @alibaba-
     await second.kill();
     expect(await containerOf(second.id)).toBeUndefined();
     const gone = await rejection(() => sandboxes.getSandboxInfo(second.id));
-    expect(gone).toMatchObject({ statusCode: 404, error: { code: 'NOT_FOUND' } });
+    expect(gone).toMatchObject({ statusCode: 404, error: { code: 'DOCKER::SANDBOX_NOT_FOUND' } });
   });
 
   it('pauses (the container is frozen) and resumes with files intact', async () => {
@@ -426,7 +428,7 @@ describe.skipIf(problem !== undefined)('OpenSandbox emulator driven by @alibaba-
     expect((await containerOf(sandbox.id))?.State.Paused).toBe(false);
     expect(await resumed.files.readFile('/tmp/keep.txt')).toBe('kept');
     const again = await rejection(() => sandboxes.resumeSandbox(sandbox.id));
-    expect(again).toMatchObject({ statusCode: 409 });
+    expect(again).toMatchObject({ statusCode: 409, error: { code: 'DOCKER::SANDBOX_NOT_PAUSED' } });
     sandbox = resumed;
   });
 
@@ -440,13 +442,13 @@ describe.skipIf(problem !== undefined)('OpenSandbox emulator driven by @alibaba-
     >);
     expect(patched.metadata).toEqual({ suite, stage: 'two' });
     const past = await rejection(() => manager().renewSandbox(sandbox.id, -10));
-    expect(past).toMatchObject({ statusCode: 400 });
+    expect(past).toMatchObject({ statusCode: 400, error: { code: 'DOCKER::INVALID_EXPIRATION' } });
   });
 
   it('answers 404 for an unknown sandbox and 401 for a bad key, on the lifecycle API and on execd', async () => {
     const unknown = await rejection(() => manager().getSandboxInfo('no-such-sandbox'));
     expect(unknown).toBeInstanceOf(SandboxApiException);
-    expect(unknown).toMatchObject({ statusCode: 404, error: { code: 'NOT_FOUND' } });
+    expect(unknown).toMatchObject({ statusCode: 404, error: { code: 'DOCKER::SANDBOX_NOT_FOUND' } });
     expect((unknown as SandboxApiException).requestId).toBeTruthy();
     const bad = SandboxManager.create({ connectionConfig: connection({ apiKey: 'wrong' }) });
     closables.push(bad);
@@ -526,6 +528,7 @@ describe.skipIf(problem !== undefined)('OpenSandbox emulator driven by @alibaba-
       apiKeys: [apiKey],
       images: { workspace: image },
       onLog: (line) => void requests.push(line),
+      limits: { timeoutMinSeconds: 1 },
     });
     const paused = await manager().listSandboxInfos({ metadata: { suite }, states: ['Paused'] });
     expect(paused.items.map((item) => item.id)).toEqual([sandbox.id]);
@@ -562,3 +565,167 @@ describe.skipIf(problem !== undefined)('OpenSandbox emulator driven by @alibaba-
     expect(await rejection(() => sandbox.getInfo())).toMatchObject({ statusCode: 404 });
   });
 });
+
+describe.skipIf(problem !== undefined)(
+  'OpenSandbox emulator: what it lacks, what it finishes, its limits',
+  () => {
+    /** An emulator of its own instance (`suffix`), closed and its containers removed after the case. */
+    async function own(
+      suffix: string,
+      options: Parameters<typeof startOpenSandboxEmulator>[0] = {},
+    ): Promise<{ emulator: OpenSandboxEmulator; config: ConnectionConfig; instance: string }> {
+      const instance = `${suite}-${suffix}`;
+      const started = await startOpenSandboxEmulator({
+        instance,
+        apiKeys: [apiKey],
+        images: { workspace: image },
+        ...options,
+      });
+      closables.push({
+        close: async () => {
+          await started.close();
+          await removeOpenSandboxEmulatorSandboxes(docker, { instance });
+        },
+      });
+      return { emulator: started, config: new ConnectionConfig({ domain: started.url, apiKey }), instance };
+    }
+
+    it('reports requests it does not implement, on the lifecycle API and on execd', async () => {
+      const { emulator: mine, config } = await own('unimplemented');
+      const headers = { 'open-sandbox-api-key': apiKey };
+      const snapshots = await fetch(`${mine.url}/v1/snapshots`, { headers });
+      expect(snapshots.status).toBe(404);
+      const created = await Sandbox.create({
+        image: 'workspace',
+        connectionConfig: config,
+        skipHealthCheck: true,
+      });
+      closables.push(created);
+      await expect
+        .poll(async () => (await created.getInfo()).status.state, { timeout: 20_000 })
+        .toBe('Running');
+      const code = await fetch(`${mine.url}/execd/${created.id}/code/contexts`, { headers });
+      expect(code.status).toBe(404);
+      expect(mine.unimplemented).toEqual(['GET /v1/snapshots', 'GET /execd/code/contexts']);
+    });
+
+    it('finishes an accepted pause and deletion before close() resolves', async () => {
+      const first = await own('close', { transitionMs: 1_500 });
+      const paused = await Sandbox.create({ image: 'workspace', connectionConfig: first.config });
+      closables.push(paused);
+      await paused.pause();
+      // The pause was answered 202 and is under way: close() waits for it (its transition lasts 1.5 s).
+      const began = Date.now();
+      await first.emulator.close();
+      expect(Date.now() - began).toBeGreaterThan(1_000);
+      expect((await containerOf(paused.id))?.State.Paused).toBe(true);
+      const second = await own('close');
+      const sandboxes = SandboxManager.create({ connectionConfig: second.config });
+      closables.push(sandboxes);
+      await sandboxes.killSandbox(paused.id);
+      await second.emulator.close();
+      expect(await containerOf(paused.id)).toBeUndefined();
+    });
+
+    it('takes a 40 MB upload in one request, as execd does (no size limit)', async () => {
+      const big = await create({ role: 'big' });
+      const bytes = randomBytes(40 * 1024 * 1024);
+      await big.files.writeFiles([{ path: '/tmp/big.bin', data: bytes }]);
+      const sum = await big.commands.run('sha256sum /tmp/big.bin | cut -c1-64');
+      const { createHash } = await import('node:crypto');
+      expect(
+        sum.logs.stdout
+          .map((message) => message.text)
+          .join('')
+          .trim(),
+      ).toBe(createHash('sha256').update(bytes).digest('hex'));
+      await big.kill();
+    }, 120_000);
+
+    it('refuses metadata that is not a Kubernetes label, and renewing a sandbox that never expires', async () => {
+      const { config } = await own('labels');
+      const colon = await rejection(() =>
+        Sandbox.create({
+          image: 'workspace',
+          connectionConfig: config,
+          metadata: { created: '2026-12-03T10:00:00.000Z' },
+          skipHealthCheck: true,
+        }),
+      );
+      expect(colon).toMatchObject({ statusCode: 400, error: { code: 'SANDBOX::INVALID_METADATA_LABEL' } });
+      const forever = await Sandbox.create({
+        image: 'workspace',
+        connectionConfig: config,
+        timeoutSeconds: null,
+        skipHealthCheck: true,
+      });
+      closables.push(forever);
+      expect(await rejection(() => forever.renew(600))).toMatchObject({
+        statusCode: 409,
+        error: { code: 'DOCKER::INVALID_EXPIRATION' },
+      });
+      expect(await rejection(() => forever.patchMetadata({ 'opensandbox.io/id': 'x' }))).toMatchObject({
+        statusCode: 400,
+      });
+    });
+
+    it('enforces the timeout bounds, page size, process count, upload size and requests at once', async () => {
+      const { emulator: mine, config } = await own('limits', {
+        limits: {
+          timeoutMaxSeconds: 120,
+          pageSizeMax: 5,
+          processesPerSandbox: 64,
+          uploadBytes: 1024 * 1024,
+          concurrentRequests: 3,
+        },
+      });
+      const create = (timeoutSeconds: number) =>
+        Sandbox.create({
+          image: 'workspace',
+          connectionConfig: config,
+          timeoutSeconds,
+          skipHealthCheck: true,
+        });
+      expect(await rejection(() => create(30))).toMatchObject({ statusCode: 422 });
+      expect(await rejection(() => create(121))).toMatchObject({
+        statusCode: 400,
+        error: { code: 'SANDBOX::INVALID_PARAMETER' },
+      });
+      const sandboxes = SandboxManager.create({ connectionConfig: config });
+      closables.push(sandboxes);
+      expect(await rejection(() => sandboxes.listSandboxInfos({ pageSize: 6 }))).toMatchObject({
+        statusCode: 422,
+      });
+      const limited = await create(120);
+      closables.push(limited);
+      await expect
+        .poll(async () => (await limited.getInfo()).status.state, { timeout: 20_000 })
+        .toBe('Running');
+      expect((await containerOf(limited.id))?.HostConfig.PidsLimit).toBe(64);
+      expect(
+        await rejection(() =>
+          limited.files.writeFiles([{ path: '/tmp/big.bin', data: randomBytes(2 << 20) }]),
+        ),
+      ).toMatchObject({ statusCode: 413 });
+      await limited.files.writeFiles([{ path: '/tmp/small.bin', data: randomBytes(1000) }]);
+      // Three commands under way take every place: the fourth request is refused at once.
+      const endpoint = await limited.getEndpoint(44772);
+      const held = [1, 2, 3].map(() =>
+        fetch(`http://${endpoint.endpoint}/command`, {
+          method: 'POST',
+          headers: { 'open-sandbox-api-key': apiKey, 'content-type': 'application/json' },
+          body: JSON.stringify({ command: 'sleep 2' }),
+        }),
+      );
+      const streams = await Promise.all(held);
+      const refused = await fetch(`${mine.url}/v1/sandboxes`, {
+        headers: { 'open-sandbox-api-key': apiKey },
+      });
+      expect([refused.status, await refused.text()]).toEqual([503, 'Service Unavailable']);
+      await Promise.all(streams.map((stream) => stream.text()));
+      expect(
+        (await fetch(`${mine.url}/v1/sandboxes`, { headers: { 'open-sandbox-api-key': apiKey } })).status,
+      ).toBe(200);
+    }, 60_000);
+  },
+);

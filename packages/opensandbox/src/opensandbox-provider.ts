@@ -11,7 +11,8 @@ import {
   withRetry,
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
-import { translateOpenSandboxError } from './errors.js';
+import { configuredTimeoutMaximum, translateOpenSandboxError } from './errors.js';
+import { metadataTime } from './metadata-time.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 import type { OpenSandboxWorkspaceOptions } from './opensandbox-workspace.js';
 import { hasMemoryLimit, type SandboxPolicyRequest } from './sandbox-policy.js';
@@ -23,6 +24,11 @@ const GATEWAY_HOME = '/root/.ws';
 export const DEFAULT_OPENSANDBOX_TIMEOUT_MS = 300_000;
 /** AgentScope's default image. */
 export const DEFAULT_OPENSANDBOX_IMAGE = 'python:3.11-slim';
+/**
+ * The shortest sandbox timeout the server takes, in seconds (its create request's `timeout` is at
+ * least 60): a shorter `timeoutMs` is raised to it.
+ */
+export const OPENSANDBOX_MIN_TIMEOUT_SECONDS = 60;
 /** How long a sandbox may take to become ready (AgentScope's). */
 const READY_TIMEOUT_SECONDS = 30;
 /** How long a sandbox that is pausing, resuming or starting may take to settle before it is used. */
@@ -118,15 +124,25 @@ export class OpenSandboxProvider implements Provider {
   private readonly connection: ConnectionConfig;
   /** This object's hold on the sandbox, while open. */
   private attached: RemoteAttachment<Sandbox> | undefined;
-  /** How often the sandbox's time limit is renewed and this object's record touched. */
-  private readonly keepAliveMs: number;
+  /**
+   * The sandbox's time limit in seconds as the server granted it (null: none): `timeoutMs` raised to the
+   * server's minimum, or lowered to its configured maximum when it refused a longer one.
+   */
+  private timeoutSeconds: number | null;
   /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
   constructor(private readonly options: OpenSandboxProviderOptions) {
     this.connection = connectionOf(options);
     const { timeoutMs } = options;
-    this.keepAliveMs = timeoutMs === null ? 60_000 : Math.max(5_000, Math.floor(timeoutMs / 3));
+    this.timeoutSeconds =
+      timeoutMs === null ? null : Math.max(OPENSANDBOX_MIN_TIMEOUT_SECONDS, Math.ceil(timeoutMs / 1000));
+  }
+
+  /** How often the sandbox's time limit is renewed and this object's record touched. */
+  private get keepAliveMs(): number {
+    const { timeoutSeconds } = this;
+    return timeoutSeconds === null ? 60_000 : Math.max(5_000, Math.floor((timeoutSeconds * 1000) / 3));
   }
 
   /** The id of the sandbox the workspace is attached to, once it is. */
@@ -178,9 +194,10 @@ export class OpenSandboxProvider implements Provider {
     }
     const sandbox = found[0]
       ? await this.attachTo(found[0].sandboxId, options.signal)
-      : await this.create(workspaceId, options.signal);
+      : await this.create(workspaceId, options.signal, warnings);
     this.attachMs = performance.now() - began;
-    const { timeoutMs, image, gateway } = this.options;
+    const { image, gateway } = this.options;
+    const { timeoutSeconds } = this;
     const direct = new OpenSandboxSandbox(sandbox, OPENSANDBOX_WORKDIR, this.options.env ?? {});
     this.attached = new RemoteAttachment({
       vendor: sandbox,
@@ -192,7 +209,7 @@ export class OpenSandboxProvider implements Provider {
       keepAlive: {
         everyMs: this.keepAliveMs,
         tick: async (open) => {
-          if (timeoutMs !== null) await open.renew(Math.ceil(timeoutMs / 1000));
+          if (timeoutSeconds !== null) await open.renew(timeoutSeconds);
         },
       },
       gateway:
@@ -279,35 +296,56 @@ export class OpenSandboxProvider implements Provider {
     }
   }
 
-  private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+  private async create(
+    workspaceId: string,
+    signal: AbortSignal | undefined,
+    warnings: string[],
+  ): Promise<Sandbox> {
     throwIfAborted(signal);
-    const { image, timeoutMs, env, entrypoint } = this.options;
+    const { image, env, entrypoint } = this.options;
     const { resource, networkPolicy } = this.options.policy;
     const what = `creating a sandbox from image ${image}`;
+    const requested = this.timeoutSeconds;
+    const createOnce = (timeoutSeconds: number | null) =>
+      Sandbox.create({
+        image,
+        connectionConfig: this.connection,
+        // The id keys go last: they win over a user's value.
+        metadata: {
+          ...this.options.metadata,
+          [WS_LABELS.id]: workspaceId,
+          [WS_LABELS.owner]: this.options.owner ?? 'ws',
+          [WS_LABELS.created]: metadataTime(),
+        },
+        timeoutSeconds,
+        readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
+        ...(env ? { env: { ...env } } : {}),
+        ...(resource ? { resource: { ...resource } } : {}),
+        ...(networkPolicy ? { networkPolicy } : {}),
+        ...(entrypoint ? { entrypoint: [...entrypoint] } : {}),
+      });
     // Sent again only when the service refused it: one that failed may have created a sandbox. (A
     // refusal of a later request of the same call, the sandbox made, leaves two: the check below
     // keeps the older.)
     const sandbox = await withRetry(
-      () =>
-        Sandbox.create({
-          image,
-          connectionConfig: this.connection,
-          // The id keys go last: they win over a user's value.
-          metadata: {
-            ...this.options.metadata,
-            [WS_LABELS.id]: workspaceId,
-            [WS_LABELS.owner]: this.options.owner ?? 'ws',
-            [WS_LABELS.created]: new Date().toISOString(),
-          },
-          timeoutSeconds: timeoutMs === null ? null : Math.ceil(timeoutMs / 1000),
-          readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
-          ...(env ? { env: { ...env } } : {}),
-          ...(resource ? { resource: { ...resource } } : {}),
-          ...(networkPolicy ? { networkPolicy } : {}),
-          ...(entrypoint ? { entrypoint: [...entrypoint] } : {}),
-        }).catch((error: unknown) => {
-          throw translateOpenSandboxError(error, what);
-        }),
+      async () => {
+        try {
+          return await createOnce(this.timeoutSeconds);
+        } catch (error) {
+          // A timeout past the server's maximum is refused before anything is made: asked again
+          // with the maximum, and the sandbox is kept alive by renewals as long as the workspace is open.
+          const maximum = configuredTimeoutMaximum(error);
+          if (maximum === undefined || requested === null || maximum >= requested)
+            throw translateOpenSandboxError(error, what);
+          this.timeoutSeconds = maximum;
+          warnings.push(
+            `OpenSandbox takes sandbox timeouts of at most ${maximum} s; the sandbox's timeout is ${maximum} s instead of ${requested} s`,
+          );
+          return await createOnce(maximum).catch((again: unknown) => {
+            throw translateOpenSandboxError(again, what);
+          });
+        }
+      },
       { safe: false, ...(signal ? { signal } : {}) },
     );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
@@ -346,7 +384,7 @@ export class OpenSandboxProvider implements Provider {
     try {
       if (shared) return;
       // The reaper counts a paused sandbox's idle time from here (the listing does not say when it paused).
-      await sandbox.patchMetadata({ [WS_LABELS.released]: new Date().toISOString() }).catch(() => {});
+      await sandbox.patchMetadata({ [WS_LABELS.released]: metadataTime() }).catch(() => {});
       await sandbox.pause();
     } catch (error) {
       const translated = translateOpenSandboxError(error, `pausing sandbox ${sandbox.id}`);

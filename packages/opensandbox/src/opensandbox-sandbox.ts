@@ -30,12 +30,14 @@ import {
   throwIfAborted,
   writeThroughTemporary,
 } from '@ws/core/backend';
-import { translateOpenSandboxError } from './errors.js';
+import { isTooLarge, translateOpenSandboxError } from './errors.js';
 import { pipedProcess, randomName } from './piped-process.js';
 
 const READY_MARK = 'ws-opensandbox: input ready';
 /** Where input files and the pipes of spawned processes live while they are used. */
 const SPOOL = '/tmp/.ws-opensandbox';
+/** The smallest part an upload is split into after a request was refused as too large. */
+const MIN_PART_BYTES = 64 * 1024;
 
 /** The exit code of an event stream's end: `error` carries it as its value; `execution_complete` is 0. */
 function exitOf(event: ServerStreamEvent): { exitCode: number } | { failure: string } {
@@ -72,6 +74,8 @@ export class OpenSandboxSandbox implements WsSandbox {
 
   /** Processes started by `spawn` that have not exited. */
   private readonly spawned = new Set<SandboxProcess>();
+  /** The part size uploads are split into, once one request was refused as too large (413). */
+  private partBytes: number | undefined;
 
   constructor(
     private readonly sandbox: Sandbox,
@@ -107,9 +111,8 @@ export class OpenSandboxSandbox implements WsSandbox {
   ): Promise<string> {
     const path = `${SPOOL}/in-${randomName()}`;
     try {
-      await this.sandbox.files.writeFiles([
-        { path, data: input instanceof Uint8Array ? input.slice() : input, mode: 600 },
-      ]);
+      if (input instanceof Uint8Array) await this.put(path, input, 600);
+      else await this.sandbox.files.writeFiles([{ path, data: input, mode: 600 }]);
     } catch (error) {
       if (signal?.aborted) throw abortError(signal);
       throw translateOpenSandboxError(error, 'uploading the input of a command');
@@ -340,10 +343,59 @@ exit $c`;
       this,
       resolveSandboxPath(this.workdir, path),
       options,
-      async (temporary) => {
-        await this.sandbox.files.writeFiles([{ path: temporary, data: bytes.slice() }]);
-      },
+      (temporary) => this.put(temporary, bytes),
       (error, target) => translateOpenSandboxError(error, `writing ${target}`, target),
     );
+  }
+
+  /**
+   * Uploads `bytes` to `path` in one request; once a request was refused as too large (413, from a
+   * proxy in front of execd), in parts of a quarter of that size (down to 64 KiB), each uploaded on its
+   * own and joined in the sandbox. The part size found is kept for later uploads.
+   */
+  private async put(path: string, bytes: Uint8Array, mode?: number): Promise<void> {
+    for (;;) {
+      const partBytes = this.partBytes;
+      try {
+        if (partBytes === undefined || bytes.byteLength <= partBytes)
+          await this.sandbox.files.writeFiles([{ path, data: bytes.slice(), ...(mode ? { mode } : {}) }]);
+        else await this.putInParts(path, bytes, partBytes, mode);
+        return;
+      } catch (error) {
+        const smaller = Math.floor(Math.min(partBytes ?? bytes.byteLength, bytes.byteLength) / 4);
+        if (!isTooLarge(error) || smaller < MIN_PART_BYTES) throw error;
+        this.partBytes = smaller;
+      }
+    }
+  }
+
+  private async putInParts(path: string, bytes: Uint8Array, partBytes: number, mode?: number): Promise<void> {
+    const parts: string[] = [];
+    const base = `${SPOOL}/part-${randomName()}`;
+    try {
+      for (let offset = 0; offset < bytes.byteLength; offset += partBytes) {
+        const part = `${base}.${parts.length}`;
+        parts.push(part);
+        await this.sandbox.files.writeFiles([
+          { path: part, data: bytes.slice(offset, offset + partBytes), mode: 600 },
+        ]);
+      }
+      const joined = parts.map(shellQuote).join(' ');
+      const target = shellQuote(path);
+      const chmod = mode ? ` && chmod ${String(mode)} -- ${target}` : '';
+      const result = await this.sandbox.commands.run(`cat -- ${joined} > ${target}${chmod}`, {
+        timeoutSeconds: 300,
+      });
+      if (result.exitCode !== 0)
+        throw new WsError(
+          'BACKEND_ERROR',
+          `joining the uploaded parts of ${path} failed (exit ${result.exitCode})`,
+        );
+    } finally {
+      if (parts.length > 0)
+        void this.sandbox.commands
+          .run(`rm -f -- ${parts.map(shellQuote).join(' ')}`, { timeoutSeconds: 30 })
+          .catch(() => {});
+    }
   }
 }

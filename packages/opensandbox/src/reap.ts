@@ -13,6 +13,7 @@ import {
   WS_LABELS,
 } from '@ws/core/backend';
 import { translateOpenSandboxError } from './errors.js';
+import { timeOfMetadata } from './metadata-time.js';
 import {
   ATTACHED_DIR,
   connectionOf,
@@ -79,7 +80,7 @@ function candidate(
   staleMs: number,
 ): ReapCandidate {
   const metadata = info.metadata ?? {};
-  const created = Math.max(timeOf(metadata[WS_LABELS.created]), timeOf(info.createdAt));
+  const created = Math.max(timeOfMetadata(metadata[WS_LABELS.created]), timeOf(info.createdAt));
   const state = info.status.state;
   const probeRecords = async (signal?: AbortSignal): Promise<ReapProbe> => {
     const records = await probe(info.id, connection, staleMs, signal);
@@ -90,7 +91,7 @@ function candidate(
     name: info.id,
     workspaceId: metadata[WS_LABELS.id],
     owner: metadata[WS_LABELS.owner],
-    idleSince: state === 'Paused' ? Math.max(created, timeOf(metadata[WS_LABELS.released])) : created,
+    idleSince: state === 'Paused' ? Math.max(created, timeOfMetadata(metadata[WS_LABELS.released])) : created,
     // Starting, pausing or resuming: someone is working on it now.
     busy: !REAPABLE.includes(state),
     ...(state === 'Running' ? { probe: probeRecords } : {}),

@@ -76,11 +76,43 @@ export async function networkedConnection(): Promise<EmulatorConnection> {
   return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
 }
 
+/** Emulators a test file started with limits of its own ({@link limitedConnection}). */
+const limited: Promise<EmulatorProcess>[] = [];
+
+/**
+ * An emulator of its own with `--limit NAME=VALUE` for each entry of `limits` (no fault proxy, no
+ * network), stopped by {@link stopEmulator}.
+ */
+export async function limitedConnection(limits: Record<string, number>): Promise<EmulatorConnection> {
+  const started = launchEmulator('opensandbox', [
+    '--api-key',
+    `key-${randomBytes(8).toString('hex')}`,
+    '--no-network',
+    ...Object.entries(limits).flatMap(([name, value]) => ['--limit', `${name}=${value}`]),
+  ]);
+  limited.push(started);
+  const { env } = await started;
+  return { apiKey: env.OPEN_SANDBOX_API_KEY!, domain: env.OPEN_SANDBOX_DOMAIN!, image };
+}
+
+/**
+ * Stops the emulators this file started; then throws listing the requests they received and do not
+ * implement, if any: a backend call that only an unknown route answered fails the suite.
+ */
 export async function stopEmulator(): Promise<void> {
-  const started = [emulator, networked];
+  const started = [emulator, networked, ...limited.splice(0)];
   emulator = undefined;
   networked = undefined;
-  for (const running of started) await (await running?.catch(() => undefined))?.stop();
+  const unimplemented: string[] = [];
+  for (const running of started) {
+    const process = await running?.catch(() => undefined);
+    await process?.stop();
+    unimplemented.push(...(process?.unimplemented ?? []));
+  }
   await proxy?.close();
   proxy = undefined;
+  if (unimplemented.length > 0)
+    throw new Error(
+      `the OpenSandbox emulator received requests it does not implement: ${unimplemented.join(', ')}`,
+    );
 }

@@ -89,7 +89,8 @@ await registerReaperSuite({
         metadata: {
           [WS_LABELS.id]: workspaceId,
           [WS_LABELS.owner]: owner,
-          [WS_LABELS.created]: new Date().toISOString(),
+          // Milliseconds, as the backend writes it: the server takes only label values (no colons).
+          [WS_LABELS.created]: String(Date.now()),
         },
       });
       await stray.close();

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import type { StreamEventBody } from './wire-types.js';
 
 /** One execd stream event (`specs/execd-api.yaml` ServerStreamEvent). */
 export interface ExecdEvent {
@@ -41,7 +42,8 @@ export class EventStreamWriter {
 
   send(event: ExecdEvent): void {
     if (!this.open) return;
-    this.response.write(`${JSON.stringify({ ...event, timestamp: Date.now() })}\n\n`);
+    const body: StreamEventBody = { ...event, timestamp: Date.now() };
+    this.response.write(`${JSON.stringify(body)}\n\n`);
     this.arm();
   }
 

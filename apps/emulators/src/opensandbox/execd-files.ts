@@ -1,9 +1,11 @@
+import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isRecord, readJson, sendJson } from '../http/http-util.js';
 import { MultipartError, multipartBoundary, parseMultipart } from '../http/multipart.js';
 import { invalid, OpenSandboxHttpError } from './errors.js';
-import { type FileInfo, FileOps, modeText, ownership } from './file-ops.js';
+import { FileOps, modeText, ownership } from './file-ops.js';
 import type { SandboxRecord } from './sandbox-registry.js';
+import type { FilesInfoBody, ListDirectoryBody, ReplaceContentBody, SearchFilesBody } from './wire-types.js';
 
 /** The request body as a JSON object or array (400 otherwise). */
 export async function jsonBody(request: IncomingMessage): Promise<unknown> {
@@ -95,14 +97,41 @@ async function download(
   response.end();
 }
 
+/**
+ * Reads the rest of a body too large to take, then refuses it with 413: answered only once the client
+ * has sent it all, a client that writes its body before it reads the answer sees the 413 rather than
+ * a broken connection.
+ */
+async function refuseTooLarge(request: IncomingMessage, limit: number): Promise<never> {
+  request.resume();
+  if (!request.readableEnded) await once(request, 'end').catch(() => {});
+  throw new OpenSandboxHttpError(
+    413,
+    'REQUEST_ENTITY_TOO_LARGE',
+    `the request body is larger than ${limit} bytes`,
+  );
+}
+
+/** The body, cut off by {@link refuseTooLarge} past `limit` bytes (0: no limit). */
+async function* bounded(request: IncomingMessage, limit: number): AsyncGenerator<Uint8Array> {
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Uint8Array>) {
+    size += chunk.length;
+    if (limit > 0 && size > limit) await refuseTooLarge(request, limit);
+    yield chunk;
+  }
+}
+
 /** `POST /files/upload`: pairs of a `metadata` part (JSON `{path, owner?, group?, mode?}`) and a `file` part. */
-async function upload(files: FileOps, request: IncomingMessage): Promise<void> {
+async function upload(files: FileOps, request: IncomingMessage, limit: number): Promise<void> {
   const boundary = multipartBoundary(request.headers['content-type']);
   if (!boundary) throw invalid('expected a multipart/form-data body');
+  if (limit > 0 && Number(request.headers['content-length'] ?? 0) > limit)
+    await refuseTooLarge(request, limit);
   let pending: { path: string; mode: string | undefined; owner: string } | undefined;
   let written = 0;
   try {
-    for await (const part of parseMultipart(request as AsyncIterable<Uint8Array>, boundary)) {
+    for await (const part of parseMultipart(bounded(request, limit), boundary)) {
       if (part.name === 'metadata') {
         if (pending) throw invalid(`metadata for ${pending.path} has no file part`);
         const chunks: Buffer[] = [];
@@ -140,11 +169,8 @@ async function upload(files: FileOps, request: IncomingMessage): Promise<void> {
 }
 
 /** Replaces every `old` with `new` in each file; returns how many replacements each file got. */
-async function replace(
-  files: FileOps,
-  body: Record<string, unknown>,
-): Promise<Record<string, { replacedCount: number }>> {
-  const result: Record<string, { replacedCount: number }> = {};
+async function replace(files: FileOps, body: Record<string, unknown>): Promise<ReplaceContentBody> {
+  const result: ReplaceContentBody = {};
   for (const [path, item] of Object.entries(body)) {
     if (!isRecord(item) || typeof item.old !== 'string' || typeof item.new !== 'string')
       throw invalid(`${path}: expected {old, new} strings`);
@@ -164,13 +190,15 @@ export async function handleFiles(
   response: ServerResponse,
   path: string,
   query: URLSearchParams,
+  /** The largest upload body taken; 0: no limit. */
+  uploadBytes: number,
 ): Promise<boolean> {
   const files = new FileOps(record.container);
   const route = `${request.method} ${path}`;
   const ok = () => sendJson(response, 200, {});
   switch (route) {
     case 'GET /files/info': {
-      const out: Record<string, FileInfo> = {};
+      const out: FilesInfoBody = {};
       for (const item of paths(query)) out[item] = await files.info(item);
       sendJson(response, 200, out);
       return true;
@@ -179,7 +207,7 @@ export async function handleFiles(
       await download(files, request, response, query);
       return true;
     case 'POST /files/upload':
-      await upload(files, request);
+      await upload(files, request, uploadBytes);
       ok();
       return true;
     case 'DELETE /files':
@@ -190,7 +218,8 @@ export async function handleFiles(
       const depth = query.get('depth') === null ? 1 : Number(query.get('depth'));
       if (!Number.isInteger(depth) || depth < 1) throw invalid('depth must be a positive integer');
       const [dir = ''] = paths(query);
-      sendJson(response, 200, await files.list(dir, depth));
+      const listed: ListDirectoryBody = await files.list(dir, depth);
+      sendJson(response, 200, listed);
       return true;
     }
     case 'POST /directories':
@@ -235,7 +264,8 @@ export async function handleFiles(
     }
     case 'GET /files/search': {
       const [dir = ''] = paths(query);
-      sendJson(response, 200, await files.search(dir, query.get('pattern') || '*'));
+      const found: SearchFilesBody = await files.search(dir, query.get('pattern') || '*');
+      sendJson(response, 200, found);
       return true;
     }
     default:

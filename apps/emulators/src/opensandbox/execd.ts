@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { dockerMessage, runExec } from '../docker/exec.js';
 import { isRecord, sendEmpty, sendJson } from '../http/http-util.js';
-import { invalid, notFound, OpenSandboxHttpError } from './errors.js';
+import { invalid, notFound, OpenSandboxHttpError, UnimplementedRequest } from './errors.js';
 import { EventStreamWriter } from './event-stream.js';
 import { type CommandRun, type CommandSpec, failureOf, SESSION_ROOT } from './execd-commands.js';
 import { handleFiles, jsonBody } from './execd-files.js';
 import { proxyRequest, proxyTarget } from './execd-proxy.js';
 import { EXECD_ACCESS_TOKEN_HEADER } from './lifecycle.js';
+import type { OpenSandboxLimits } from './limits.js';
 import type { SandboxRecord } from './sandbox-registry.js';
+import type { CommandStatusBody, CreateSessionBody } from './wire-types.js';
 
 function commandSpec(body: Record<string, unknown>, sessionDir?: string): CommandSpec {
   const { command, cwd, timeout, uid, gid, envs } = body;
@@ -82,7 +84,7 @@ async function streamCommand(
   writer.end();
 }
 
-function statusOf(run: CommandRun): Record<string, unknown> {
+function statusOf(run: CommandRun): CommandStatusBody {
   const error = run.outcome ? failureOf(run.outcome) : undefined;
   return {
     id: run.id,
@@ -150,6 +152,7 @@ export async function handleExecd(
   response: ServerResponse,
   path: string,
   query: URLSearchParams,
+  limits: Readonly<OpenSandboxLimits>,
 ): Promise<void> {
   checkExecdAccess(record, request);
   const proxied = proxyTarget(path);
@@ -210,7 +213,8 @@ export async function handleExecd(
     ]);
     if (created.exitCode !== 0)
       throw invalid(created.stderr.toString('utf8').trim() || 'cannot create the session');
-    sendJson(response, 200, { session_id: sessionId });
+    const opened: CreateSessionBody = { session_id: sessionId };
+    sendJson(response, 200, opened);
     return;
   }
   const session = /^\/session\/([^/]+)(\/run)?$/.exec(path);
@@ -242,6 +246,6 @@ export async function handleExecd(
       return;
     }
   }
-  if (await handleFiles(record, request, response, path, query)) return;
-  throw notFound(`Cannot ${method} ${path}`);
+  if (await handleFiles(record, request, response, path, query, limits.uploadBytes)) return;
+  throw new UnimplementedRequest(`${method} /execd${path}`);
 }

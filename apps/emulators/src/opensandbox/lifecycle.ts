@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type Docker from 'dockerode';
 import { isRecord, sendEmpty, sendJson, stringMap as stringMapOf } from '../http/http-util.js';
-import { invalid, notFound, OpenSandboxHttpError } from './errors.js';
+import { invalid, OpenSandboxHttpError, UnimplementedRequest, ValidationFailure } from './errors.js';
 import { jsonBody } from './execd-files.js';
+import type { OpenSandboxLimits } from './limits.js';
 import type {
   CreateSandboxInput,
   SandboxNetworkPolicy,
@@ -10,6 +11,14 @@ import type {
   SandboxRegistry,
   SandboxState,
 } from './sandbox-registry.js';
+import type {
+  CreateSandboxBody,
+  EndpointBody,
+  ListSandboxesBody,
+  PatchMetadataBody,
+  RenewExpirationBody,
+  SandboxBody,
+} from './wire-types.js';
 
 export interface LifecycleContext {
   registry: SandboxRegistry;
@@ -18,6 +27,8 @@ export interface LifecycleContext {
   images: Readonly<Record<string, string>>;
   /** `127.0.0.1:<port>`: the host part of every endpoint. */
   host: string;
+  /** The limits in force. */
+  limits: Readonly<OpenSandboxLimits>;
 }
 
 /** The execd port the SDK asks the endpoint of; every other port goes through execd's `/proxy/{port}`. */
@@ -39,7 +50,7 @@ const STATES: readonly SandboxState[] = [
 ];
 
 /** The lifecycle API's `Sandbox`. */
-export function sandboxDto(record: SandboxRecord): Record<string, unknown> {
+export function sandboxDto(record: SandboxRecord): SandboxBody {
   return {
     id: record.id,
     image: { uri: record.image },
@@ -106,12 +117,9 @@ async function createInput(
     !entrypoint.every((item) => typeof item === 'string')
   )
     throw invalid('entrypoint must be a non-empty array of strings');
-  let timeoutSeconds: number | null = null;
-  if (body.timeout !== undefined && body.timeout !== null) {
-    if (typeof body.timeout !== 'number' || !Number.isFinite(body.timeout) || body.timeout <= 0)
-      throw invalid('timeout must be a positive number of seconds');
-    timeoutSeconds = body.timeout;
-  }
+  const timeoutSeconds = timeoutOf(body.timeout, context.limits);
+  const metadata = stringMap(body.metadata, 'metadata');
+  checkMetadataLabels(metadata);
   const limits = isRecord(body.resourceLimits) ? body.resourceLimits : {};
   const image = context.images[uri] ?? uri;
   try {
@@ -128,13 +136,68 @@ async function createInput(
     image,
     entrypoint: entrypoint as string[],
     env: stringMap(body.env, 'env'),
-    metadata: stringMap(body.metadata, 'metadata'),
+    metadata,
     timeoutSeconds,
     nanoCpus: quantity(limits.cpu, 'resourceLimits.cpu', 'cpu'),
     memoryBytes: quantity(limits.memory, 'resourceLimits.memory', 'memory'),
     secureAccess: body.secureAccess === true,
     ...(networkPolicy ? { networkPolicy } : {}),
   };
+}
+
+/**
+ * The create request's `timeout` in seconds (null: none), checked as the server does: a whole number
+ * of at least the minimum (else FastAPI's 422), and at most the configured maximum (else 400).
+ */
+function timeoutOf(value: unknown, limits: Readonly<OpenSandboxLimits>): number | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value))
+    throw new ValidationFailure(['body', 'timeout'], 'Input should be a valid integer', value);
+  if (value < limits.timeoutMinSeconds)
+    throw new ValidationFailure(
+      ['body', 'timeout'],
+      `Input should be greater than or equal to ${limits.timeoutMinSeconds}`,
+      value,
+    );
+  if (value > limits.timeoutMaxSeconds)
+    throw new OpenSandboxHttpError(
+      400,
+      'SANDBOX::INVALID_PARAMETER',
+      `Sandbox timeout ${value}s exceeds configured maximum of ${limits.timeoutMaxSeconds}s.`,
+    );
+  return value;
+}
+
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?:[a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+/** Whether `key` is a Kubernetes label key: a name of up to 63, after an optional DNS-subdomain prefix. */
+function isLabelKey(key: string): boolean {
+  const slash = key.indexOf('/');
+  const prefix = slash < 0 ? undefined : key.slice(0, slash);
+  const name = slash < 0 ? key : key.slice(slash + 1);
+  if (prefix !== undefined && (prefix === '' || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return false;
+  return name.length <= 63 && LABEL_NAME.test(name);
+}
+
+/**
+ * Metadata as the server checks it: Kubernetes label rules for keys and values (a value is empty or up
+ * to 63 of `[A-Za-z0-9-_.]`, alphanumeric at both ends), and no key under `opensandbox.io/`; else 400
+ * `SANDBOX::INVALID_METADATA_LABEL`.
+ */
+export function checkMetadataLabels(metadata: Readonly<Record<string, string>>): void {
+  const refuse = (message: string) =>
+    new OpenSandboxHttpError(400, 'SANDBOX::INVALID_METADATA_LABEL', message);
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key.startsWith('opensandbox.io/'))
+      throw refuse(`Metadata key '${key}' uses the reserved prefix 'opensandbox.io/'.`);
+    if (!isLabelKey(key)) throw refuse(`Metadata key '${key}' is invalid.`);
+    if (value.length > 63 || !(value === '' || LABEL_NAME.test(value)))
+      throw refuse(
+        `Metadata value '${value}' is invalid: must be 63 characters or less, start/end with an alphanumeric character, and contain only alphanumeric, '-', '_', or '.' characters.`,
+      );
+  }
 }
 
 /**
@@ -165,17 +228,21 @@ function networkPolicyOf(value: unknown): SandboxNetworkPolicy | undefined {
   };
 }
 
-function list(context: LifecycleContext, query: URLSearchParams): Record<string, unknown> {
+function list(context: LifecycleContext, query: URLSearchParams): ListSandboxesBody {
   const states = query.getAll('state').map((state) => state.toLowerCase());
   for (const state of states)
     if (!STATES.some((known) => known.toLowerCase() === state)) throw invalid(`unknown state ${state}`);
   // One parameter `k=v&k2=v2` (the SDK joins the pairs unencoded; the query string encodes it once).
   const metadata = [...new URLSearchParams(query.get('metadata') ?? '')];
   const page = Number(query.get('page') ?? 1);
-  const pageSize = Number(query.get('pageSize') ?? 20);
+  const pageSize = Number(query.get('pageSize') ?? Math.min(20, context.limits.pageSizeMax));
   if (!Number.isInteger(page) || page < 1) throw invalid('page must be a positive integer');
-  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > 200)
-    throw invalid('pageSize must be 1 to 200');
+  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > context.limits.pageSizeMax)
+    throw new ValidationFailure(
+      ['query', 'pageSize'],
+      `Input should be less than or equal to ${context.limits.pageSizeMax}`,
+      query.get('pageSize'),
+    );
   const matching = context.registry
     .list()
     .filter((record) => states.length === 0 || states.includes(record.state.toLowerCase()))
@@ -218,7 +285,7 @@ export async function handleLifecycle(
   if (path === '/sandboxes' && method === 'POST') {
     const record = await registry.create(await createInput(context, await objectBody()));
     const { image: _image, ...created } = sandboxDto(record);
-    sendJson(response, 202, created);
+    sendJson(response, 202, created satisfies CreateSandboxBody);
     return;
   }
   if (path === '/sandboxes' && method === 'GET') {
@@ -227,7 +294,7 @@ export async function handleLifecycle(
   }
   const match =
     /^\/sandboxes\/([^/]+)(?:\/(pause|resume|renew-expiration|metadata|endpoints\/([^/]+)))?$/.exec(path);
-  if (!match) throw notFound(`Cannot ${method} /v1${path}`);
+  if (!match) throw new UnimplementedRequest(`${method} /v1${path}`);
   const sandboxId = decodeURIComponent(match[1]!);
   const action = match[2]?.startsWith('endpoints/') ? 'endpoints' : match[2];
   const route = `${method} ${action ?? ''}`;
@@ -253,7 +320,10 @@ export async function handleLifecycle(
       if (!expiresAt || Number.isNaN(expiresAt.getTime()))
         throw invalid('expiresAt must be an ISO date-time');
       const record = await registry.renew(sandboxId, expiresAt);
-      sendJson(response, 200, { expiresAt: record.settings.expiresAt });
+      const renewed: RenewExpirationBody = {
+        expiresAt: record.settings.expiresAt ?? expiresAt.toISOString(),
+      };
+      sendJson(response, 200, renewed);
       return;
     }
     case 'PATCH metadata': {
@@ -262,9 +332,21 @@ export async function handleLifecycle(
       for (const [key, value] of Object.entries(body)) {
         if (value !== null && typeof value !== 'string')
           throw invalid(`metadata.${key} must be a string or null`);
+        if (key.startsWith('opensandbox.io/'))
+          throw new OpenSandboxHttpError(
+            400,
+            'INVALID_METADATA_LABEL',
+            `Metadata key '${key}' is reserved (opensandbox.io/ prefix).`,
+          );
         patch[key] = value;
       }
-      sendJson(response, 200, sandboxDto(await registry.patchMetadata(sandboxId, patch)));
+      checkMetadataLabels(
+        Object.fromEntries(
+          Object.entries(patch).filter((entry): entry is [string, string] => entry[1] !== null),
+        ),
+      );
+      const patched: PatchMetadataBody = sandboxDto(await registry.patchMetadata(sandboxId, patch));
+      sendJson(response, 200, patched);
       return;
     }
     case 'GET endpoints': {
@@ -278,15 +360,16 @@ export async function handleLifecycle(
           : port === EGRESS_PORT
             ? `${context.host}/egress/${id}`
             : `${context.host}/execd/${id}/proxy/${port}`;
-      sendJson(response, 200, {
+      const body: EndpointBody = {
         endpoint,
         ...(record.accessToken !== undefined && port !== EGRESS_PORT
           ? { headers: { [EXECD_ACCESS_TOKEN_HEADER]: record.accessToken } }
           : {}),
-      });
+      };
+      sendJson(response, 200, body);
       return;
     }
     default:
-      throw new OpenSandboxHttpError(405, 'METHOD_NOT_ALLOWED', `Cannot ${method} /v1${path}`);
+      throw new UnimplementedRequest(`${method} /v1${path}`, 405, 'METHOD_NOT_ALLOWED');
   }
 }

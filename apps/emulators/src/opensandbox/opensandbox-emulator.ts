@@ -5,11 +5,14 @@ import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
-import { notFound, OpenSandboxHttpError, requestId, sendOpenSandboxError } from './errors.js';
+import { UnimplementedLog } from '../http/unimplemented.js';
+import { resolveLimits } from '../limits.js';
+import { OpenSandboxHttpError, requestId, sendOpenSandboxError, UnimplementedRequest } from './errors.js';
 import { checkExecdAccess, handleExecd } from './execd.js';
 import { proxyTarget, proxyUpgrade } from './execd-proxy.js';
 import { OPENSANDBOX_LABELS, openSandboxFilter } from './labels.js';
 import { handleLifecycle, type LifecycleContext } from './lifecycle.js';
+import { OPENSANDBOX_LIMITS, type OpenSandboxLimits } from './limits.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 
 export { OPENSANDBOX_LABELS } from './labels.js';
@@ -51,6 +54,12 @@ export interface OpenSandboxEmulatorOptions extends SandboxNetworkOption {
   transitionMs?: number;
   /** Receives one line per lifecycle event and per request. */
   onLog?: (line: string) => void;
+  /**
+   * Limits that differ from the real service's defaults ({@link OPENSANDBOX_LIMITS}: the sandbox
+   * timeout's bounds in seconds, the page size, requests at once, processes per sandbox, upload bytes),
+   * so that a test meets one cheaply. An unknown name or a negative value throws.
+   */
+  limits?: Partial<Record<keyof OpenSandboxLimits, number>>;
 }
 
 /** A running emulator. `close()` is idempotent and leaves the sandboxes' containers in place. */
@@ -61,6 +70,15 @@ export interface OpenSandboxEmulator extends AsyncDisposable {
   apiKey: string;
   /** `OPEN_SANDBOX_DOMAIN` and `OPEN_SANDBOX_API_KEY` for the SDK. */
   env: Record<string, string>;
+  /**
+   * The requests received so far that the emulator does not implement (`GET /v1/snapshots`, …), oldest
+   * first; each is also logged as `opensandbox: unimplemented <request>`.
+   */
+  readonly unimplemented: readonly string[];
+  /**
+   * Stops serving. Changes already accepted (a pause or resume answered 202, a removal, a start) are
+   * finished first, waiting 30 s at most; the sandboxes' containers stay.
+   */
   close(): Promise<void>;
 }
 
@@ -100,6 +118,8 @@ export async function startOpenSandboxEmulator(
   options: OpenSandboxEmulatorOptions = {},
 ): Promise<OpenSandboxEmulator> {
   const log = options.onLog ?? (() => {});
+  const limits = resolveLimits(OPENSANDBOX_LIMITS, options.limits, 'opensandbox');
+  const unimplemented = new UnimplementedLog('opensandbox', log);
   const docker = dockerClient(options.docker);
   try {
     await docker.ping();
@@ -127,6 +147,7 @@ export async function startOpenSandboxEmulator(
     log,
     network: options.network ?? true,
     transitionMs: options.transitionMs ?? 300,
+    pidsLimit: limits.processesPerSandbox,
   });
   await registry.restore();
   const context: LifecycleContext = {
@@ -134,7 +155,9 @@ export async function startOpenSandboxEmulator(
     docker,
     images: { ...DEFAULT_OPENSANDBOX_IMAGES, ...options.images },
     host: '', // set once the port is known
+    limits,
   };
+  let handling = 0;
 
   const handle = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
     const started = Date.now();
@@ -147,9 +170,18 @@ export async function startOpenSandboxEmulator(
       log(`${request.method} ${request.url} ${response.statusCode} ${Date.now() - started}ms`),
     );
     const url = new URL(request.url ?? '/', 'http://emulator');
+    // uvicorn's `limit_concurrency`: past it, a plain-text 503 before anything else (0: no limit).
+    if (limits.concurrentRequests > 0 && handling >= limits.concurrentRequests) {
+      request.resume();
+      response.writeHead(503, { 'content-type': 'text/plain; charset=utf-8' });
+      response.end('Service Unavailable');
+      return;
+    }
+    handling++;
+    response.once('close', () => handling--);
     try {
       const target = targetOf(url.pathname);
-      if (!target) throw notFound(`Cannot ${request.method} ${url.pathname}`);
+      if (!target) throw new UnimplementedRequest(`${request.method} ${url.pathname}`);
       if (!authorized(request))
         throw new OpenSandboxHttpError(
           401,
@@ -162,10 +194,11 @@ export async function startOpenSandboxEmulator(
       }
       const record = registry.require(target.sandboxId);
       if (target.kind === 'egress')
-        throw new OpenSandboxHttpError(501, 'NOT_IMPLEMENTED', 'the emulator runs no egress sidecar');
-      await handleExecd(record, request, response, target.path, url.searchParams);
+        throw new UnimplementedRequest(`${request.method} /egress${target.path}`, 501, 'NOT_IMPLEMENTED');
+      await handleExecd(record, request, response, target.path, url.searchParams, limits);
     } catch (error) {
       request.resume();
+      if (error instanceof UnimplementedRequest) unimplemented.report(error.what);
       const known =
         error instanceof OpenSandboxHttpError
           ? error
@@ -190,7 +223,8 @@ export async function startOpenSandboxEmulator(
       const url = new URL(request.url ?? '/', 'http://emulator');
       const target = targetOf(url.pathname);
       const proxied = target?.kind === 'execd' ? proxyTarget(target.path) : undefined;
-      if (target?.kind !== 'execd' || !proxied) throw notFound(`Cannot upgrade ${url.pathname}`);
+      if (target?.kind !== 'execd' || !proxied)
+        throw new UnimplementedRequest(`${request.method} ${url.pathname} (upgrade)`);
       if (!authorized(request))
         throw new OpenSandboxHttpError(
           401,
@@ -202,6 +236,7 @@ export async function startOpenSandboxEmulator(
       log(`${request.method} ${request.url} upgrade to ${String(request.headers.upgrade)}`);
       await proxyUpgrade(record, request, socket, head, proxied, url.search);
     })().catch((error: unknown) => {
+      if (error instanceof UnimplementedRequest) unimplemented.report(error.what);
       const known =
         error instanceof OpenSandboxHttpError
           ? error
@@ -218,14 +253,23 @@ export async function startOpenSandboxEmulator(
   const apiKey = options.apiKeys?.[0] ?? DEFAULT_OPENSANDBOX_API_KEY;
   log(`opensandbox: emulator listening on ${url} (${registry.list().length} sandbox(es) restored)`);
 
-  const close = serverCloser(server, () => {
+  const closeServer = serverCloser(server, () => {
     for (const socket of upgraded) socket.destroy();
     registry.close();
   });
+  let closing: Promise<void> | undefined;
+  // What was answered 2xx is done before the emulator goes: a client may close it right after.
+  const close = () => {
+    closing ??= registry.settled().then(closeServer);
+    return closing;
+  };
   return {
     url,
     apiKey,
     env: { OPEN_SANDBOX_DOMAIN: url, OPEN_SANDBOX_API_KEY: apiKey },
+    get unimplemented() {
+      return unimplemented.requests;
+    },
     close,
     [Symbol.asyncDispose]: close,
   };

@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
-import { notFound, OpenSandboxHttpError } from './errors.js';
+import { OpenSandboxHttpError, sandboxNotFound } from './errors.js';
 import { CommandTable } from './execd-commands.js';
 import {
   describedBy,
@@ -80,6 +80,8 @@ export interface RegistryOptions {
   network: boolean;
   /** How long Pending, Pausing and Resuming last at least, in ms. */
   transitionMs: number;
+  /** The processes one sandbox may hold (the container's `PidsLimit`); 0: no limit. */
+  pidsLimit: number;
 }
 
 type Entry = RegistryEntry<SandboxRecord>;
@@ -93,8 +95,40 @@ export function openSandboxContainerName(sandboxId: string): string {
 
 /** The sandboxes of one emulator, their containers, and the timers that end them when they expire. */
 export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
+  /** Accepted changes still under way (a start, pause, resume or removal): `settled()` waits for them. */
+  private readonly inFlight = new Set<Promise<unknown>>();
+
   constructor(private readonly options: RegistryOptions) {
     super();
+  }
+
+  /**
+   * Resolves once every change accepted so far (answered 2xx, done in the background) has finished, or
+   * after `timeoutMs`, whichever comes first: what the emulator said it would do is done before it exits.
+   */
+  async settled(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    // A change may queue another (a pause behind a start): looked at again until none is left.
+    while (this.inFlight.size > 0 && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, deadline - Date.now());
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+  }
+
+  /** Keeps `work` among the changes {@link settled} waits for, until it ends. */
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.inFlight.add(work);
+    void work.then(
+      () => this.inFlight.delete(work),
+      () => this.inFlight.delete(work),
+    );
+    return work;
   }
 
   get(sandboxId: string): SandboxRecord | undefined {
@@ -104,7 +138,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   /** The sandbox, or OpenSandbox's 404. */
   require(sandboxId: string): SandboxRecord {
     const record = this.get(sandboxId);
-    if (!record) throw notFound(`Sandbox ${sandboxId} not found`);
+    if (!record) throw sandboxNotFound(sandboxId);
     return record;
   }
 
@@ -166,6 +200,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
               Init: true,
               CapDrop: ['ALL'],
               SecurityOpt: ['no-new-privileges'],
+              ...(this.options.pidsLimit > 0 ? { PidsLimit: this.options.pidsLimit } : {}),
               ...(input.nanoCpus !== undefined ? { NanoCpus: input.nanoCpus } : {}),
               // No swap past the limit: what outgrows it is killed inside the sandbox.
               ...(input.memoryBytes !== undefined
@@ -244,26 +279,38 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   /** Ends the sandbox: its commands, its container; later requests answer 404. */
   async remove(sandboxId: string, reason = 'user_delete'): Promise<void> {
     const entry = this.entryOf(sandboxId);
-    await this.queue(entry, async () => {
-      const { record } = entry;
-      this.settle(record, 'Stopping', reason);
-      this.disarm(entry);
-      try {
-        await record.container.remove({ force: true });
-      } catch (error) {
-        if (dockerStatus(error) !== 404) throw error;
-      }
-      this.settle(record, 'Terminated', reason);
-      this.entries.delete(sandboxId);
-      this.options.log(`opensandbox: sandbox ${sandboxId} terminated (${reason})`);
-    });
+    await this.track(
+      this.queue(entry, async () => {
+        const { record } = entry;
+        this.settle(record, 'Stopping', reason);
+        this.disarm(entry);
+        try {
+          await record.container.remove({ force: true });
+        } catch (error) {
+          if (dockerStatus(error) !== 404) throw error;
+        }
+        this.settle(record, 'Terminated', reason);
+        this.entries.delete(sandboxId);
+        this.options.log(`opensandbox: sandbox ${sandboxId} terminated (${reason})`);
+      }),
+    );
   }
 
   /** Sets a new expiry (which must lie ahead) and re-arms the timer. */
   async renew(sandboxId: string, expiresAt: Date): Promise<SandboxRecord> {
     const entry = this.entryOf(sandboxId);
     if (expiresAt.getTime() <= Date.now())
-      throw new OpenSandboxHttpError(400, 'INVALID_EXPIRATION', 'expiresAt must be in the future');
+      throw new OpenSandboxHttpError(
+        400,
+        'DOCKER::INVALID_EXPIRATION',
+        'New expiration time must be in the future.',
+      );
+    if (entry.record.settings.expiresAt === null)
+      throw new OpenSandboxHttpError(
+        409,
+        'DOCKER::INVALID_EXPIRATION',
+        `Sandbox ${sandboxId} does not have automatic expiration enabled.`,
+      );
     entry.record.settings.expiresAt = expiresAt.toISOString();
     await this.persist(entry.record);
     this.schedule(entry);
@@ -283,7 +330,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
 
   private entryOf(sandboxId: string): Entry {
     const entry = this.entries.get(sandboxId);
-    if (!entry) throw notFound(`Sandbox ${sandboxId} not found`);
+    if (!entry) throw sandboxNotFound(sandboxId);
     return entry;
   }
 
@@ -327,22 +374,24 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
     const { record } = entry;
     this.settle(record, interim);
     const started = Date.now();
-    return this.queue(entry, async () => {
-      if (!this.entries.has(record.id)) return;
-      try {
-        await action();
-        await sleep(Math.max(0, this.options.transitionMs - (Date.now() - started)));
-        await verify?.();
-      } catch (error) {
-        const message = dockerMessage(error);
-        this.settle(record, 'Failed', 'runtime_error', message);
-        this.options.log(`opensandbox: sandbox ${record.id} failed while ${interim}: ${message}`);
-        return;
-      }
-      if (!this.entries.has(record.id)) return;
-      this.settle(record, final);
-      this.options.log(`opensandbox: sandbox ${record.id} is ${final}`);
-    });
+    return this.track(
+      this.queue(entry, async () => {
+        if (!this.entries.has(record.id)) return;
+        try {
+          await action();
+          await sleep(Math.max(0, this.options.transitionMs - (Date.now() - started)));
+          await verify?.();
+        } catch (error) {
+          const message = dockerMessage(error);
+          this.settle(record, 'Failed', 'runtime_error', message);
+          this.options.log(`opensandbox: sandbox ${record.id} failed while ${interim}: ${message}`);
+          return;
+        }
+        if (!this.entries.has(record.id)) return;
+        this.settle(record, final);
+        this.options.log(`opensandbox: sandbox ${record.id} is ${final}`);
+      }),
+    );
   }
 
   private async persist(record: SandboxRecord): Promise<void> {
@@ -369,11 +418,12 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
   }
 }
 
-function conflict(record: SandboxRecord, verb: string): OpenSandboxHttpError {
+/** The server's 409 for a pause of a sandbox that does not run, or a resume of one not paused. */
+function conflict(record: SandboxRecord, verb: 'paused' | 'resumed'): OpenSandboxHttpError {
   return new OpenSandboxHttpError(
     409,
-    'INVALID_STATE',
-    `Sandbox ${record.id} cannot be ${verb} in state ${record.state}`,
+    verb === 'paused' ? 'DOCKER::SANDBOX_NOT_RUNNING' : 'DOCKER::SANDBOX_NOT_PAUSED',
+    `Sandbox is not in a ${verb === 'paused' ? 'running' : 'paused'} state (it is ${record.state}).`,
   );
 }
 
