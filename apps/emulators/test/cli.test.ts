@@ -69,6 +69,10 @@ describe('ws-emulator', () => {
     expect(result.stdout).toContain(
       'ws-emulator opensandbox [--port N] [--public-port N] [--image URI=IMAGE]',
     );
+    // Every vendor's limits, with the real service's defaults.
+    expect(result.stdout).toContain('--limit NAME=VALUE');
+    for (const vendor of ['e2b', 'daytona', 'k8s', 'opensandbox'])
+      expect(result.stdout).toMatch(new RegExp(`^  ${vendor}: [a-zA-Z]+=\\d`, 'm'));
   });
 
   it('refuses bad arguments with one line and exit code 2', () => {
@@ -86,6 +90,9 @@ describe('ws-emulator', () => {
       [['daytona', '--public-port', 'x'], '--public-port takes a port number, not x'],
       [['e2b', '--public-port', '8080'], '--public-port is a daytona and opensandbox option'],
       [[], 'name the emulator to run'],
+      [['e2b', '--limit', 'nope=1'], 'e2b has no limit "nope"; its limits are '],
+      [['k8s', '--limit', 'requestBodyBytes'], '--limit takes NAME=NUMBER, not requestBodyBytes'],
+      [['opensandbox', '--limit', 'x=-1'], '--limit takes NAME=NUMBER, not x=-1'],
     ] as const) {
       const result = run([...args]);
       expect(result.status, args.join(' ')).toBe(2);
@@ -120,6 +127,37 @@ describe('ws-emulator', () => {
       expect(output.stderr).toContain('GET /v2/sandboxes 200');
     },
     30_000,
+  );
+
+  it.skipIf(engineProblem !== undefined)(
+    'an emulator launched here lists the requests it does not implement, and enforces a --limit',
+    async () => {
+      requireBuild();
+      const emulator = await launchEmulator('k8s', ['--no-network', '--limit', 'requestBodyBytes=1024']);
+      try {
+        const url = emulator.env.K8S_API_URL;
+        const headers = {
+          authorization: `Bearer ${emulator.env.K8S_TOKEN}`,
+          'content-type': 'application/json',
+        };
+        expect(emulator.unimplemented).toEqual([]);
+        const unknown = await fetch(`${url}/apis/batch/v1/namespaces/default/jobs?limit=1`, { headers });
+        expect(unknown.status).toBe(404);
+        const tooLarge = await fetch(`${url}/api/v1/namespaces/default/configmaps`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify({ data: { big: 'x'.repeat(4096) } }),
+        });
+        expect(tooLarge.status).toBe(413);
+        // The log line reaches this process after the answer: wait for it a little.
+        for (let waited = 0; emulator.unimplemented.length === 0 && waited < 5_000; waited += 50)
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(emulator.unimplemented).toEqual(['GET /apis/batch/v1/namespaces/default/jobs']);
+      } finally {
+        await emulator.stop();
+      }
+    },
+    60_000,
   );
 
   it.skipIf(engineProblem !== undefined)(
@@ -202,7 +240,7 @@ setInterval(() => {}, 60_000);`,
         headers: { authorization: 'Bearer cli-key' },
       });
       expect(listed.status).toBe(200);
-      expect(await listed.json()).toEqual({ items: [], total: 0, nextCursor: null });
+      expect(await listed.json()).toEqual({ items: [], nextCursor: null });
       const refused = await fetch(`${env.DAYTONA_API_URL}/sandbox`, {
         headers: { authorization: 'Bearer other' },
       });
@@ -211,6 +249,8 @@ setInterval(() => {}, 60_000);`,
         statusCode: 401,
         message: 'Unauthorized',
         error: 'Unauthorized',
+        path: '/api/sandbox',
+        timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       });
       expect(await stop()).toBe(0);
       expect(output.stderr).toContain('GET /api/sandbox 200');
