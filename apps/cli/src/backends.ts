@@ -186,6 +186,14 @@ async function checkSkillPaths(paths: readonly string[]): Promise<string[]> {
 }
 
 /** Reads MCP servers in the `{"mcpServers": {…}}` format desktop MCP clients use. */
+/** An HTTP server's `"type"` in an `mcpServers` file → the transport's type. */
+const HTTP_TYPES: Readonly<Record<string, 'sse' | 'streamable-http'>> = {
+  sse: 'sse',
+  http: 'streamable-http',
+  'streamable-http': 'streamable-http',
+  streamableHttp: 'streamable-http',
+};
+
 export async function readMcpConfig(path: string): Promise<McpServerSpec[]> {
   let parsed: unknown;
   try {
@@ -230,10 +238,20 @@ export async function readMcpConfig(path: string): Promise<McpServerSpec[]> {
     if (typeof server.url === 'string') {
       if (server.headers !== undefined && !record(server.headers))
         throw bad('has "headers" that are not strings');
+      // "type" as desktop clients write it: "sse", or "http"/"streamable-http" for streamable HTTP;
+      // without one, the URL chooses (SSE for a path ending in /sse or /messages/).
+      const type =
+        server.type === undefined
+          ? 'http'
+          : Object.hasOwn(HTTP_TYPES, String(server.type))
+            ? HTTP_TYPES[String(server.type)]
+            : undefined;
+      if (!type)
+        throw bad(`has "type" ${JSON.stringify(server.type)}; use "sse", "http" or "streamable-http"`);
       return {
         name,
         transport: {
-          type: 'http',
+          type,
           url: server.url,
           ...(server.headers ? { headers: record(server.headers) } : {}),
         },

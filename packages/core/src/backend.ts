@@ -106,6 +106,7 @@ export {
 } from './contracts/workspace-options.js';
 export type { LayoutPaths } from './internal/layout.js';
 export { layoutPaths } from './internal/layout.js';
+export { mcpHttpProtocol } from './internal/mcp/spec.js';
 export type { WorkspaceCloseReason, WorkspaceManagerEvents } from './manager/events.js';
 export type { GcKeepReason, GcKept, GcResource, Reaper } from './manager/gc.js';
 export { checkGcOptions, GcLedger } from './manager/gc.js';

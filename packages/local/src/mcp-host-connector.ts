@@ -1,5 +1,11 @@
 import type { McpServerSpec } from '@ws/core';
-import { type McpConnector, type McpScopeKey, type McpSession, throwIfAborted } from '@ws/core/backend';
+import {
+  type McpConnector,
+  type McpScopeKey,
+  type McpSession,
+  mcpHttpProtocol,
+  throwIfAborted,
+} from '@ws/core/backend';
 
 /** Options of {@link HostMcpConnector}. */
 export interface HostMcpConnectorOptions {
@@ -9,15 +15,17 @@ export interface HostMcpConnectorOptions {
   env?: Readonly<Record<string, string>>;
 }
 
-/** True when an HTTP server should be reached with the older SSE transport (URL path ending in /sse). */
-export function usesSseTransport(url: string): boolean {
-  const path = new URL(url).pathname.replace(/\/+$/, '');
-  return path.endsWith('/sse');
+/**
+ * True when an HTTP server is reached with the older HTTP+SSE transport: `type` `sse`, or `http` (the
+ * default) with a URL path ending in `/sse` or `/messages/`, as AgentScope chooses.
+ */
+export function usesSseTransport(url: string, type: 'http' | 'sse' | 'streamable-http' = 'http'): boolean {
+  return mcpHttpProtocol({ type, url }) === 'sse';
 }
 
 /**
  * Runs MCP clients on the host with `@modelcontextprotocol/sdk`: stdio servers as child processes,
- * HTTP servers over streamable HTTP (or SSE for `/sse` URLs). The SDK is loaded on the first
+ * HTTP servers over streamable HTTP (or SSE: see {@link usesSseTransport}). The SDK is loaded on the first
  * connection, so a workspace that declares no MCP server never pays for it.
  */
 export class HostMcpConnector implements McpConnector {

@@ -53,7 +53,7 @@ export async function connectSdkSession(
   } else {
     const url = new URL(config.url);
     const requestInit = config.headers ? { headers: { ...config.headers } } : undefined;
-    transport = usesSseTransport(config.url)
+    transport = usesSseTransport(config.url, config.type)
       ? new SSEClientTransport(url, requestInit ? { requestInit } : undefined)
       : new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : undefined);
     requestTimeoutMs = config.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS;

@@ -141,7 +141,7 @@ export function mcpArea(context: AreaContext): void {
 
     mcpCase(
       'mcp.http',
-      'connects a streamable HTTP server and an SSE server (URL ending in /sse)',
+      'connects a streamable HTTP server and SSE servers: a URL ending in /sse or /messages/ (as AgentScope chooses), or any URL with type sse',
       async () => {
         await workspace.addMcp(
           {
@@ -154,8 +154,17 @@ export function mcpArea(context: AreaContext): void {
           { name: 'legacy', transport: { type: 'http', url: `${http!.url}/sse` }, stateful: true },
           { agentId: 'http' },
         );
+        await workspace.addMcp(
+          { name: 'messages', transport: { type: 'http', url: `${http!.url}/messages/` }, stateful: true },
+          { agentId: 'http' },
+        );
+        // A path that names no protocol: over streamable HTTP it would fail (the server has none there).
+        await workspace.addMcp(
+          { name: 'named', transport: { type: 'sse', url: `${http!.url}/stream` }, stateful: true },
+          { agentId: 'http' },
+        );
         const clients = await workspace.listMcps({ agentId: 'http' });
-        expect(clients.map((client) => client.name)).toEqual(['remote', 'legacy']);
+        expect(clients.map((client) => client.name)).toEqual(['remote', 'legacy', 'messages', 'named']);
         for (const client of clients) {
           expect(okText(await client.callTool('echo', { text: `via ${client.name}` }))).toBe(
             `via ${client.name}`,

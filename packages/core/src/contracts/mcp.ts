@@ -14,10 +14,14 @@ export interface McpStdioTransport {
   readonly cwd?: string;
 }
 
-/** An MCP server reached over HTTP: streamable HTTP, or SSE when the URL path ends in `/sse`. */
+/**
+ * An MCP server reached over HTTP. `http` chooses the protocol by the URL as AgentScope does: the older
+ * HTTP+SSE transport when the path ends in `/sse` or `/messages/`, streamable HTTP otherwise. `sse`
+ * and `streamable-http` name the protocol whatever the URL.
+ */
 export interface McpHttpTransport {
-  /** The transport's kind. */
-  readonly type: 'http';
+  /** The transport's kind: `http` (by the URL), `sse` or `streamable-http`. */
+  readonly type: 'http' | 'sse' | 'streamable-http';
   /** The server's URL (as reached from where MCP clients run). */
   readonly url: string;
   /** Headers sent with every request (an `Authorization` header, say). */

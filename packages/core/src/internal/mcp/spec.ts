@@ -40,7 +40,7 @@ export function normalizeMcpSpec(spec: McpServerSpec): NormalizedMcpSpec {
     if (transport.cwd !== undefined && typeof transport.cwd !== 'string')
       throw invalid('cwd must be a string', spec);
     if (spec.stateful === false) throw invalid('a stdio server is always stateful', spec);
-  } else if (transport.type === 'http') {
+  } else if (transport.type === 'http' || transport.type === 'sse' || transport.type === 'streamable-http') {
     let url: URL;
     try {
       url = new URL(transport.url);
@@ -74,6 +74,20 @@ export function normalizeMcpSpec(spec: McpServerSpec): NormalizedMcpSpec {
   return { ...spec, stateful: spec.stateful ?? transport.type === 'stdio' };
 }
 
+/**
+ * The protocol an HTTP server is spoken to with: `sse` or `streamable-http` as named, and for `http`
+ * AgentScope's rule, SSE when the URL's path ends in `/sse` or `/messages/` (a trailing slash or
+ * none), streamable HTTP otherwise.
+ */
+export function mcpHttpProtocol(transport: {
+  readonly type: 'http' | 'sse' | 'streamable-http';
+  readonly url: string;
+}): 'sse' | 'streamable-http' {
+  if (transport.type !== 'http') return transport.type;
+  const path = new URL(transport.url).pathname.replace(/\/+$/, '');
+  return path.endsWith('/sse') || path.endsWith('/messages') ? 'sse' : 'streamable-http';
+}
+
 /** True when the tool passes the spec's enable/disable filters. */
 export function toolAllowed(spec: McpServerSpec, tool: string): boolean {
   if (spec.enableTools && !spec.enableTools.includes(tool)) return false;
@@ -99,7 +113,14 @@ type StoredSpec = {
         cwd: string | null;
         encoding_error_handler: string;
       }
-    | { type: 'http_mcp'; url: string; headers: Record<string, string> | null; timeout: number };
+    | {
+        type: 'http_mcp';
+        url: string;
+        headers: Record<string, string> | null;
+        timeout: number;
+        /** Only when the protocol was named and the URL alone would choose the other one. */
+        transport?: 'sse' | 'streamable_http';
+      };
   enable_tools: string[] | null;
   disable_tools: string[] | null;
   execution_timeout: number | null;
@@ -129,6 +150,10 @@ export function toStoredSpec(spec: NormalizedMcpSpec): StoredSpec {
             url: transport.url,
             headers: transport.headers ? { ...transport.headers } : null,
             timeout: (transport.timeoutMs ?? 30_000) / 1000,
+            ...(transport.type !== 'http' &&
+            mcpHttpProtocol(transport) !== mcpHttpProtocol({ type: 'http', url: transport.url })
+              ? { transport: transport.type === 'sse' ? ('sse' as const) : ('streamable_http' as const) }
+              : {}),
           },
     enable_tools: spec.enableTools ? [...spec.enableTools] : null,
     disable_tools: spec.disableTools ? [...spec.disableTools] : null,
@@ -156,7 +181,12 @@ export function fromStoredSpec(value: unknown): NormalizedMcpSpec {
   } else if (config.type === 'http_mcp') {
     const timeoutMs = seconds(config.timeout);
     transport = {
-      type: 'http',
+      type:
+        config.transport === 'sse'
+          ? 'sse'
+          : config.transport === 'streamable_http'
+            ? 'streamable-http'
+            : 'http',
       url: config.url as string,
       ...(config.headers ? { headers: config.headers as Record<string, string> } : {}),
       ...(timeoutMs ? { timeoutMs } : {}),
