@@ -7,8 +7,19 @@ import {
   WsError,
   workspaceToolset,
 } from '@ws/core';
-import { dropStrictNulls, strictJsonSchema } from '@ws/core/backend';
-import { dynamicTool, type JSONSchema7, jsonSchema, type Tool as SdkTool } from 'ai';
+import {
+  ContextParker,
+  contentKey,
+  dropStrictNulls,
+  type OffloadOption,
+  offloadOversizeResult,
+  type ResolvedOffload,
+  resolveOffload,
+  sizeOf,
+  strictJsonSchema,
+} from '@ws/core/backend';
+import { dynamicTool, type JSONSchema7, jsonSchema, type ModelMessage, type Tool as SdkTool } from 'ai';
+import { offloadModelMessages } from './offload-messages.js';
 import { toAiSdkToolOutput } from './tool-output.js';
 
 /** An AI SDK tool made from a workspace tool: its `execute` resolves to the workspace's `ToolResult`. */
@@ -38,7 +49,22 @@ export interface AiSdkToolOptions {
 }
 
 /** Options of {@link aiSdkTools}. */
-export interface AiSdkToolsOptions extends ToolsetOptions, AiSdkToolOptions {}
+export interface AiSdkToolsOptions extends ToolsetOptions, AiSdkToolOptions {
+  /**
+   * Offload what does not fit in the model's context to the workspace, as AgentScope's agent does
+   * (`true` for the defaults, or {@link OffloadSettings}). A tool result longer than
+   * `toolResultChars` is written whole to `sessions/<sessionId>/tool_result-<toolCallId>.txt` and the
+   * model gets its head, its tail and that path (the tools' `toModelOutput` does it: nothing to
+   * wire). The conversation is kept within `contextBudgetChars` by the returned `prepareStep`:
+   * pass it to `generateText` / `streamText`. Default: off.
+   */
+  readonly offload?: OffloadOption;
+}
+
+/** The hook {@link aiSdkTools} returns with `offload` on: pass it as `prepareStep`. */
+export type OffloadPrepareStep = (options: {
+  readonly messages: ModelMessage[];
+}) => Promise<{ messages?: ModelMessage[] }>;
 
 /** A workspace as AI SDK tools: pass `tools` and `instructions` to `generateText` / `streamText`. */
 export interface AiSdkToolset {
@@ -48,6 +74,13 @@ export interface AiSdkToolset {
   readonly instructions: string;
   /** The skills the agent had when the tools were made. */
   readonly skills: Skill[];
+  /**
+   * With `offload` on: the `prepareStep` that keeps the conversation within its budget (its oldest
+   * messages appended to `sessions/<sessionId>/context.jsonl`, media under `data/`, and a note
+   * naming the file in their place; the SDK's own history is left as it is, the same replacement is
+   * made on every step). Absent otherwise.
+   */
+  readonly prepareStep?: OffloadPrepareStep;
 }
 
 /**
@@ -66,15 +99,70 @@ export async function aiSdkTools(
   workspace: Workspace,
   options: AiSdkToolsOptions = {},
 ): Promise<AiSdkToolset> {
-  const { approve, strict, ...toolsetOptions } = options;
+  const { approve, strict, offload, ...toolsetOptions } = options;
+  const settings = resolveOffload(offload, toolsetOptions.sessionId);
   const toolset = await workspaceToolset(workspace, toolsetOptions);
   const perTool = {
     ...(approve === undefined ? {} : { approve }),
     ...(strict === undefined ? {} : { strict }),
   };
+  const shown = settings ? resultOffloader(workspace, settings) : undefined;
   const tools: Record<string, AiSdkTool> = {};
-  for (const tool of toolset.tools) tools[tool.name] = toAiSdkTool(tool, perTool);
-  return { tools, instructions: toolset.instructions, skills: toolset.skills };
+  for (const tool of toolset.tools) tools[tool.name] = makeTool(tool, perTool, shown);
+  const made = { tools, instructions: toolset.instructions, skills: toolset.skills };
+  return settings ? { ...made, prepareStep: contextPrepareStep(workspace, settings) } : made;
+}
+
+type ShownResult = (toolCallId: string, result: ToolResult) => Promise<ToolResult>;
+
+const REMEMBERED_OFFLOADS = 256;
+
+// `toModelOutput` may run more than once for a call (`convertToModelMessages` runs it too): one
+// file per call id.
+function resultOffloader(workspace: Workspace, settings: ResolvedOffload): ShownResult {
+  const offloaded = new Map<string, Promise<ToolResult>>();
+  return (toolCallId, result) => {
+    const earlier = offloaded.get(toolCallId);
+    if (earlier) return earlier;
+    const shown = offloadOversizeResult(workspace, settings, toolCallId, result);
+    return shown.then((value) => {
+      if (value === result) return value;
+      offloaded.set(toolCallId, shown);
+      // The SDK asks again only for recent calls: the oldest entries go.
+      for (const oldest of offloaded.keys()) {
+        if (offloaded.size <= REMEMBERED_OFFLOADS) break;
+        offloaded.delete(oldest);
+      }
+      return value;
+    });
+  };
+}
+
+function contextPrepareStep(workspace: Workspace, settings: ResolvedOffload): OffloadPrepareStep {
+  const keys = new WeakMap<object, string>();
+  const parker = new ContextParker<ModelMessage>(settings, {
+    isPinned: (message) => message.role === 'system',
+    // A tool message answers the assistant message before it: the kept part never starts with one.
+    canStartAt: (messages, index) => messages[index]?.role !== 'tool',
+    makeNote: (text) => ({ role: 'user', content: text }),
+    textOf: (message) =>
+      message.role === 'user' && typeof message.content === 'string' ? message.content : undefined,
+    sizeOf: (message) => sizeOf(message),
+    keyOf: (message) => {
+      let key = keys.get(message);
+      if (key === undefined) {
+        key = contentKey(message);
+        keys.set(message, key);
+      }
+      return key;
+    },
+    store: (messages, signal) =>
+      offloadModelMessages(workspace, settings.sessionId, messages, signal ? { signal } : {}),
+  });
+  return async ({ messages }) => {
+    const parked = await parker.apply(messages);
+    return parked ? { messages: parked.items } : {};
+  };
 }
 
 /**
@@ -85,6 +173,10 @@ export async function aiSdkTools(
  * @throws WsError `INVALID_ARGUMENT` for an unknown `approve` value.
  */
 export function toAiSdkTool(tool: Tool, options: AiSdkToolOptions = {}): AiSdkTool {
+  return makeTool(tool, options, undefined);
+}
+
+function makeTool(tool: Tool, options: AiSdkToolOptions, shown: ShownResult | undefined): AiSdkTool {
   const needsApproval = approvalOf(tool, options.approve ?? 'none');
   const strictSchema = options.strict ? strictJsonSchema(tool.inputSchema) : undefined;
   const made = dynamicTool({
@@ -96,7 +188,9 @@ export function toAiSdkTool(tool: Tool, options: AiSdkToolOptions = {}): AiSdkTo
       const args = strictSchema ? dropStrictNulls(input, tool.inputSchema) : input;
       return tool.call(args as Record<string, unknown>, abortSignal ? { signal: abortSignal } : {});
     },
-    toModelOutput: ({ output }) => toAiSdkToolOutput(output as ToolResult),
+    toModelOutput: shown
+      ? async ({ toolCallId, output }) => toAiSdkToolOutput(await shown(toolCallId, output as ToolResult))
+      : ({ output }) => toAiSdkToolOutput(output as ToolResult),
   }) as AiSdkTool;
   if (options.strict !== undefined) made.strict = strictSchema !== undefined;
   return made;

@@ -48,7 +48,7 @@ export {
   stopWithGrace,
 } from './backend/host-process.js';
 export { generateId, isValidId, MAX_ID_BYTES, validateId } from './backend/ids.js';
-export { checkUserLabels, WS_LABELS } from './backend/labels.js';
+export { checkUserLabels, requesterLabels, WS_LABELS } from './backend/labels.js';
 export type {
   McpCallOptions,
   McpConnector,
@@ -57,6 +57,21 @@ export type {
   McpToolInfo,
 } from './backend/mcp-connector.js';
 export { toolResultFromMcp } from './backend/mcp-convert.js';
+export type {
+  OffloadOption,
+  OffloadSettings,
+  Parked,
+  ParkingRules,
+  ResolvedOffload,
+} from './backend/offload-policy.js';
+export {
+  ContextParker,
+  contentKey,
+  OFFLOAD_DEFAULTS,
+  offloadOversizeResult,
+  resolveOffload,
+  sizeOf,
+} from './backend/offload-policy.js';
 export type { OffloadedContext } from './backend/offload-reader.js';
 export { readOffloadedContext } from './backend/offload-reader.js';
 export { cgroupOomKills } from './backend/oom-report.js';
@@ -114,5 +129,7 @@ export type { WorkspaceRequest } from './manager/isolation.js';
 export type {
   WorkspaceFactory,
   WorkspaceFactoryContext,
+  WorkspaceInfo,
   WorkspaceManagerStats,
+  WorkspaceRequester,
 } from './manager/workspace-manager.js';

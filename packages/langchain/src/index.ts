@@ -3,11 +3,15 @@
  * the workspace and read back.
  */
 
+export type { OffloadOption, OffloadSettings } from '@ws/core/backend';
+export { OFFLOAD_DEFAULTS } from '@ws/core/backend';
 export type {
   ApprovalRule,
   LangChainToolOptions,
   LangChainToolset,
   LangChainToolsetOptions,
+  MessagesUpdate,
+  OffloadMiddleware,
   WorkspaceToolMetadata,
 } from './langchain-tools.js';
 export { langChainTools, toLangChainTool } from './langchain-tools.js';

@@ -1,15 +1,33 @@
-import { type ContentBlock, ToolMessage } from '@langchain/core/messages';
+import {
+  type BaseMessage,
+  type ContentBlock,
+  HumanMessage,
+  RemoveMessage,
+  ToolMessage,
+} from '@langchain/core/messages';
 import { DynamicStructuredTool, type ToolRunnableConfig } from '@langchain/core/tools';
 import {
   type JsonSchema,
   type Skill,
   type Tool,
   type ToolAnnotations,
+  type ToolResult,
   type ToolsetOptions,
   type Workspace,
   workspaceToolset,
 } from '@ws/core';
-import { dropStrictNulls, strictJsonSchema } from '@ws/core/backend';
+import {
+  ContextParker,
+  contentKey,
+  dropStrictNulls,
+  type OffloadOption,
+  offloadOversizeResult,
+  type ResolvedOffload,
+  resolveOffload,
+  sizeOf,
+  strictJsonSchema,
+} from '@ws/core/backend';
+import { offloadMessages } from './offload-messages.js';
 import { toolResultContent } from './tool-content.js';
 
 /** Options of {@link toLangChainTool}. */
@@ -24,7 +42,35 @@ export interface LangChainToolOptions {
 }
 
 /** Options of {@link langChainTools}: which tools to take from the workspace, and how to shape them. */
-export interface LangChainToolsetOptions extends ToolsetOptions, LangChainToolOptions {}
+export interface LangChainToolsetOptions extends ToolsetOptions, LangChainToolOptions {
+  /**
+   * Offload what does not fit in the model's context to the workspace, as AgentScope's agent does
+   * (`true` for the defaults, or {@link OffloadSettings}). A tool result longer than
+   * `toolResultChars` is written whole to `sessions/<sessionId>/tool_result-<tool call id>.txt` and
+   * the `ToolMessage` holds its head, its tail and that path (the tools do it: nothing to wire). The
+   * conversation is kept within `contextBudgetChars` by the returned `offloadMiddleware`: put it in
+   * `createAgent({ middleware: [offloadMiddleware] })`. Default: off.
+   */
+  readonly offload?: OffloadOption;
+}
+
+/** The state update a `beforeModel` hook returns: LangGraph's messages reducer applies it. */
+export interface MessagesUpdate {
+  readonly messages: BaseMessage[];
+}
+
+/**
+ * A langchain v1 agent middleware (what `createMiddleware` makes) whose `beforeModel` keeps the
+ * conversation within its budget: when `state.messages` passes `contextBudgetChars`, the oldest are
+ * appended to `sessions/<sessionId>/context.jsonl` (media under `data/`) and removed from the
+ * state, and a `HumanMessage` naming that file takes their place.
+ */
+export interface OffloadMiddleware {
+  /** The middleware's name: `WorkspaceOffloadMiddleware`. */
+  readonly name: string;
+  /** Runs before each model call; returns the replacement of the state's messages, or nothing. */
+  beforeModel(state: { messages: BaseMessage[] }): Promise<MessagesUpdate | undefined>;
+}
 
 /**
  * One entry of `humanInTheLoopMiddleware`'s `interruptOn` (langchain v1): the decisions a reviewer
@@ -50,6 +96,8 @@ export interface LangChainToolset {
    * read-only), keyed by name, in the shape of `humanInTheLoopMiddleware({ interruptOn })`.
    */
   readonly interruptOn: Record<string, ApprovalRule>;
+  /** With `offload` on: the middleware that offloads the oldest messages. Absent otherwise. */
+  readonly offloadMiddleware?: OffloadMiddleware;
 }
 
 /** The metadata every tool made here carries (`tool.metadata`). */
@@ -79,9 +127,13 @@ export async function langChainTools(
   workspace: Workspace,
   options: LangChainToolsetOptions = {},
 ): Promise<LangChainToolset> {
-  const { strict, ...toolsetOptions } = options;
+  const { strict, offload, ...toolsetOptions } = options;
+  const settings = resolveOffload(offload, toolsetOptions.sessionId);
   const toolset = await workspaceToolset(workspace, toolsetOptions);
-  const tools = toolset.tools.map((tool) => toLangChainTool(tool, strict === undefined ? {} : { strict }));
+  const shown: ShownResult | undefined = settings
+    ? (callId, result, signal) => offloadOversizeResult(workspace, settings, callId, result, signal)
+    : undefined;
+  const tools = toolset.tools.map((tool) => makeTool(tool, strict === undefined ? {} : { strict }, shown));
   const interruptOn: Record<string, ApprovalRule> = {};
   for (const tool of toolset.tools) {
     if (isDestructive(tool.annotations)) {
@@ -91,7 +143,45 @@ export async function langChainTools(
       };
     }
   }
-  return { tools, instructions: toolset.instructions, skills: toolset.skills, interruptOn };
+  const made = { tools, instructions: toolset.instructions, skills: toolset.skills, interruptOn };
+  return settings ? { ...made, offloadMiddleware: contextMiddleware(workspace, settings) } : made;
+}
+
+type ShownResult = (
+  callId: string | undefined,
+  result: ToolResult,
+  signal?: AbortSignal,
+) => Promise<ToolResult>;
+
+// langchain's `createMiddleware` brands what it makes with this symbol; `createAgent` checks it.
+const MIDDLEWARE_BRAND = Symbol.for('AgentMiddleware');
+// `REMOVE_ALL_MESSAGES` of @langchain/langgraph: the messages reducer drops every earlier message.
+const REMOVE_ALL_MESSAGES = '__remove_all__';
+
+function contextMiddleware(workspace: Workspace, settings: ResolvedOffload): OffloadMiddleware {
+  const parker = new ContextParker<BaseMessage>(settings, {
+    isPinned: (message) => message.getType() === 'system',
+    // A ToolMessage answers the AIMessage before it: the kept part never starts with one.
+    canStartAt: (messages, index) => messages[index]?.getType() !== 'tool',
+    makeNote: (text) => new HumanMessage({ content: text }),
+    textOf: (message) =>
+      message.getType() === 'human' && typeof message.content === 'string' ? message.content : undefined,
+    sizeOf: (message) =>
+      sizeOf({ content: message.content, tool_calls: (message as { tool_calls?: unknown }).tool_calls }),
+    keyOf: (message) => message.id ?? contentKey(message.toDict()),
+    store: (messages, signal) =>
+      offloadMessages(workspace, settings.sessionId, messages, signal ? { signal } : {}),
+  });
+  return {
+    [MIDDLEWARE_BRAND]: true,
+    name: 'WorkspaceOffloadMiddleware',
+    async beforeModel(state) {
+      const parked = await parker.apply(state.messages);
+      // The state keeps what a parking changed: a later call has nothing to put back.
+      if (!parked || parked.parked === 0) return undefined;
+      return { messages: [new RemoveMessage({ id: REMOVE_ALL_MESSAGES }), ...parked.items] };
+    },
+  } as OffloadMiddleware;
 }
 
 /**
@@ -104,6 +194,14 @@ export async function langChainTools(
  * (closed, not initialized) throws.
  */
 export function toLangChainTool(tool: Tool, options: LangChainToolOptions = {}): DynamicStructuredTool {
+  return makeTool(tool, options, undefined);
+}
+
+function makeTool(
+  tool: Tool,
+  options: LangChainToolOptions,
+  shown: ShownResult | undefined,
+): DynamicStructuredTool {
   // A schema strict mode cannot express keeps its tool non-strict.
   const strictSchema = options.strict === true ? strictJsonSchema(tool.inputSchema) : undefined;
   const metadata: WorkspaceToolMetadata = {
@@ -119,9 +217,10 @@ export function toLangChainTool(tool: Tool, options: LangChainToolOptions = {}):
     func: async (input, _runManager, config): Promise<ToolMessage | string | ContentBlock[]> => {
       const args = strictSchema ? dropStrictNulls(input, tool.inputSchema) : input;
       const signal = config?.signal;
-      const result = await tool.call(args as Record<string, unknown>, signal ? { signal } : {});
-      const content = toolResultContent(result);
+      let result = await tool.call(args as Record<string, unknown>, signal ? { signal } : {});
       const toolCallId = toolCallIdOf(config);
+      if (shown) result = await shown(toolCallId, result, signal);
+      const content = toolResultContent(result);
       if (toolCallId === undefined) return content;
       return new ToolMessage({
         content,

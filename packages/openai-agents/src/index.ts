@@ -1,3 +1,5 @@
+export type { OffloadOption, OffloadSettings } from '@ws/core/backend';
+export { OFFLOAD_DEFAULTS } from '@ws/core/backend';
 export type { OffloadOptions } from './offload.js';
 export { loadRunItems, offloadRunItems } from './offload.js';
 export { isStrictSchema } from './strict-schema.js';

@@ -1,4 +1,6 @@
 import {
+  type AgentInputItem,
+  type CallModelInputFilter,
   type FunctionTool,
   type RunContext,
   tool as sdkTool,
@@ -14,6 +16,16 @@ import {
   type Workspace,
   workspaceToolset,
 } from '@ws/core';
+import {
+  ContextParker,
+  contentKey,
+  type OffloadOption,
+  offloadOversizeResult,
+  type ResolvedOffload,
+  resolveOffload,
+  sizeOf,
+} from '@ws/core/backend';
+import { offloadRunItems } from './offload.js';
 import { isStrictSchema } from './strict-schema.js';
 import { toErrorText, toToolOutput } from './tool-output.js';
 
@@ -43,7 +55,17 @@ export interface OpenAiAgentToolOptions {
 }
 
 /** Options of {@link openAiAgentTools}: which tools to gather, and how to present them. */
-export interface OpenAiAgentToolsOptions extends ToolsetOptions, OpenAiAgentToolOptions {}
+export interface OpenAiAgentToolsOptions extends ToolsetOptions, OpenAiAgentToolOptions {
+  /**
+   * Offload what does not fit in the model's context to the workspace, as AgentScope's agent does
+   * (`true` for the defaults, or {@link OffloadSettings}). A tool result longer than
+   * `toolResultChars` is written whole to `sessions/<sessionId>/tool_result-<callId>.txt` and the
+   * model gets its head, its tail and that path (the tools do it: nothing to wire). The
+   * conversation is kept within `contextBudgetChars` by the returned `callModelInputFilter`: pass it
+   * to `run(agent, input, { callModelInputFilter })` or a `Runner`. Default: off.
+   */
+  readonly offload?: OffloadOption;
+}
 
 /** A workspace as the OpenAI Agents SDK takes it: `new Agent({ instructions, tools })`. */
 export interface OpenAiAgentToolset {
@@ -53,6 +75,12 @@ export interface OpenAiAgentToolset {
   readonly instructions: string;
   /** The skills the agent had when the toolset was made. */
   readonly skills: Skill[];
+  /**
+   * With `offload` on: the run option that keeps each model call within the budget (the oldest
+   * items appended to `sessions/<sessionId>/context.jsonl`, media under `data/`, and a note naming
+   * the file in their place; the run's own history is left as it is). Absent otherwise.
+   */
+  readonly callModelInputFilter?: CallModelInputFilter;
 }
 
 /**
@@ -83,16 +111,52 @@ export async function openAiAgentTools(
   workspace: Workspace,
   options: OpenAiAgentToolsOptions = {},
 ): Promise<OpenAiAgentToolset> {
-  const { strict, needsApproval, ...listing } = options;
+  const { strict, needsApproval, offload, ...listing } = options;
+  const settings = resolveOffload(offload, listing.sessionId);
   const toolset = await workspaceToolset(workspace, listing);
   const presentation = {
     ...(strict === undefined ? {} : { strict }),
     ...(needsApproval === undefined ? {} : { needsApproval }),
   };
-  return {
-    tools: toolset.tools.map((tool) => toOpenAiAgentTool(tool, presentation)),
+  const shown: ShownResult | undefined = settings
+    ? (callId, result, signal) => offloadOversizeResult(workspace, settings, callId, result, signal)
+    : undefined;
+  const made = {
+    tools: toolset.tools.map((tool) => makeTool(tool, presentation, shown)),
     instructions: toolset.instructions,
     skills: toolset.skills,
+  };
+  return settings ? { ...made, callModelInputFilter: contextFilter(workspace, settings) } : made;
+}
+
+type ShownResult = (
+  callId: string | undefined,
+  result: ToolResult,
+  signal?: AbortSignal,
+) => Promise<ToolResult>;
+
+// Item types that answer an earlier call: the kept part never starts with one.
+const ANSWER_TYPE = /_(result|output)$/;
+
+function contextFilter(workspace: Workspace, settings: ResolvedOffload): CallModelInputFilter {
+  const parker = new ContextParker<AgentInputItem>(settings, {
+    isPinned: (item) => 'role' in item && (item.role === 'system' || (item.role as string) === 'developer'),
+    canStartAt: (items, index) => {
+      const type = items[index]?.type;
+      // A call goes with the reasoning item before it.
+      return !(typeof type === 'string' && ANSWER_TYPE.test(type)) && items[index - 1]?.type !== 'reasoning';
+    },
+    makeNote: (text) => ({ type: 'message', role: 'user', content: text }),
+    textOf: (item) =>
+      'role' in item && item.role === 'user' && typeof item.content === 'string' ? item.content : undefined,
+    sizeOf: (item) => sizeOf(item),
+    // The SDK hands the filter copies: items are known by their content.
+    keyOf: (item) => contentKey(item),
+    store: (items, signal) => offloadRunItems(workspace, settings.sessionId, items, signal ? { signal } : {}),
+  });
+  return async ({ modelData }) => {
+    const parked = await parker.apply(modelData.input);
+    return parked ? { ...modelData, input: parked.items } : modelData;
   };
 }
 
@@ -104,6 +168,14 @@ export async function openAiAgentTools(
  * (closed, not initialised) is not shown to the model: it fails the run.
  */
 export function toOpenAiAgentTool(tool: Tool, options: OpenAiAgentToolOptions = {}): WorkspaceFunctionTool {
+  return makeTool(tool, options, undefined);
+}
+
+function makeTool(
+  tool: Tool,
+  options: OpenAiAgentToolOptions,
+  shown: ShownResult | undefined,
+): WorkspaceFunctionTool {
   // The results of this tool's calls, by run and call id, until the SDK asks for their custom data.
   const results = new WeakMap<object, Map<string, ToolResult>>();
   const base = {
@@ -125,6 +197,7 @@ export function toOpenAiAgentTool(tool: Tool, options: OpenAiAgentToolOptions = 
         throw error;
       }
       const callId = details?.toolCall?.callId;
+      if (shown) result = await shown(callId, result, signal);
       if (runContext && callId !== undefined) {
         const calls = results.get(runContext) ?? new Map<string, ToolResult>();
         calls.set(callId, result);
