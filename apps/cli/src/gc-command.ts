@@ -29,7 +29,7 @@ export const LS_HELP = `Usage: ws ls [options]
 
 Lists what workspaces of one backend left that carries this project's marks (containers, sandboxes,
 Pods, runtime folders, temporary files of killed writers), with its kind, name, workspace id, owner
-tag, how long it has been idle (since it was created or last attached) and whether a live process
+tag, the user and agent it was opened for (when a workspace manager opened it), how long it has been idle (since it was created or last attached) and whether a live process
 uses it. Nothing is removed.
 
 ${REAP_BACKEND_HELP}`;
@@ -86,14 +86,18 @@ export async function runLs(args: string[], signal: AbortSignal): Promise<number
     return 0;
   }
   const { settings, report } = await reap('ls', values, { olderThanMs: Number.POSITIVE_INFINITY }, signal);
-  const resources = report.kept.map(({ kind, name, workspaceId, owner, idleMs, reason }) => ({
-    kind,
-    name,
-    workspaceId,
-    owner,
-    idleMs: Math.round(idleMs),
-    inUse: reason === 'in-use',
-  }));
+  const resources = report.kept.map(
+    ({ kind, name, workspaceId, owner, userId, agentId, idleMs, reason }) => ({
+      kind,
+      name,
+      workspaceId,
+      owner,
+      ...(userId !== undefined ? { userId } : {}),
+      ...(agentId !== undefined ? { agentId } : {}),
+      idleMs: Math.round(idleMs),
+      inUse: reason === 'in-use',
+    }),
+  );
   if (values.json) {
     print({ backend: settings.backend, ...(settings.owner ? { owner: settings.owner } : {}), resources });
     return 0;
@@ -104,12 +108,14 @@ export async function runLs(args: string[], signal: AbortSignal): Promise<number
   }
   process.stdout.write(
     table(
-      ['KIND', 'NAME', 'WORKSPACE', 'OWNER', 'IDLE', 'STATE'],
+      ['KIND', 'NAME', 'WORKSPACE', 'OWNER', 'USER', 'AGENT', 'IDLE', 'STATE'],
       resources.map((item) => [
         item.kind,
         item.name,
         item.workspaceId ?? '-',
         item.owner ?? '-',
+        item.userId ?? '-',
+        item.agentId ?? '-',
         formatDuration(item.idleMs),
         item.inUse ? 'in use' : 'idle',
       ]),

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bubblewrapProblem } from '@ws/bwrap';
 import { requireEngine } from '@ws/contract-tests';
-import { generateId } from '@ws/core';
+import { generateId, WorkspaceManager } from '@ws/core';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem, removeOwnedContainers } from '@ws/docker';
-import { killOwnedSandboxes } from '@ws/e2b';
+import { e2bWorkspaces, killOwnedSandboxes } from '@ws/e2b';
 import { EMULATOR_BIN, type EmulatorProcess, launchEmulator } from '@ws/emulators';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assertBuilt, dockerUnavailable, runWs, startHttpServer } from './helpers.js';
@@ -22,6 +22,8 @@ interface Listed {
     name: string;
     workspaceId?: string;
     owner?: string;
+    userId?: string;
+    agentId?: string;
     idleMs: number;
     inUse: boolean;
   }[];
@@ -83,7 +85,9 @@ describe('ws ls / ws gc --backend local', () => {
 
     const table = runWs(['ls', '--root', root]);
     expect(table.status).toBe(0);
-    expect(table.stdout.split('\n')[0]).toMatch(/^KIND\s+NAME\s+WORKSPACE\s+OWNER\s+IDLE\s+STATE$/);
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^KIND\s+NAME\s+WORKSPACE\s+OWNER\s+USER\s+AGENT\s+IDLE\s+STATE$/,
+    );
     expect(table.stdout).toMatch(new RegExp(`${busy.replace(/[.]/g, '\\.')}.*in use`));
     expect(table.stdout).toMatch(/\s3h\s+idle/);
 
@@ -303,6 +307,58 @@ describe.skipIf(e2bProblem !== undefined)('ws ls / ws gc --backend e2b (emulated
     expect(reaped.status, reaped.stderr).toBe(0);
     expect(reaped.stdout).toMatch(new RegExp(`removed\\s+sandbox\\s+\\S+\\s+${workspaceId}\\s+${owner}`));
     expect(ls()).toEqual([]);
+  }, 240_000);
+
+  it("a manager's sandbox carries its request's user and agent: manager.list() and ws ls show them", async () => {
+    const manager = new WorkspaceManager({
+      factory: e2bWorkspaces({
+        apiUrl: emulator?.env.E2B_API_URL,
+        sandboxUrl: emulator?.env.E2B_SANDBOX_URL,
+        apiKey: emulator?.env.E2B_API_KEY,
+        owner,
+      }),
+    });
+    try {
+      const lease = await manager.acquire({
+        userId: 'alice@example.com',
+        agentId: 'coder',
+        sessionId: 's-1',
+      });
+      expect(manager.list()).toEqual([
+        expect.objectContaining({
+          workspaceId: lease.workspaceId,
+          userId: 'alice@example.com',
+          agentId: 'coder',
+          sessionId: 's-1',
+          state: 'open',
+          leases: 1,
+          inFlight: 0,
+        }),
+      ]);
+      const listed = runWs(['ls', ...flags, '--owner', owner, '--json'], env);
+      expect(listed.status, listed.stderr).toBe(0);
+      expect((JSON.parse(listed.stdout) as Listed).resources).toEqual([
+        expect.objectContaining({
+          kind: 'sandbox',
+          workspaceId: lease.workspaceId,
+          userId: 'alice@example.com',
+          agentId: 'coder',
+          inUse: true,
+        }),
+      ]);
+      const table = runWs(['ls', ...flags, '--owner', owner], env);
+      expect(table.stdout).toMatch(
+        new RegExp(`${lease.workspaceId}\\s+${owner}\\s+alice@example\\.com\\s+coder\\s`),
+      );
+      lease.release();
+    } finally {
+      await manager.closeAll();
+      // Closed, the sandbox is paused; the next case expects nothing left of this owner.
+      await killOwnedSandboxes(owner, {
+        apiUrl: emulator?.env.E2B_API_URL,
+        apiKey: emulator?.env.E2B_API_KEY,
+      });
+    }
   }, 240_000);
 
   it('deletes the sandbox of an unnamed workspace when ws exec ends, leaving nothing to reap', async () => {

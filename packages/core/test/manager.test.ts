@@ -440,6 +440,61 @@ describe('WorkspaceManager', () => {
     expect(place.closed.sort()).toEqual(['busy', 'idle', 'leased', 'tooling']);
   });
 
+  it('lists what it holds with who asked, idle time, leases and calls in flight; the factory hears who asked', async () => {
+    const place = world();
+    const asked: unknown[] = [];
+    const slow = gate();
+    await using manager = new WorkspaceManager({
+      factory: async (workspaceId, { request }) => {
+        asked.push({ workspaceId, ...request });
+        if (workspaceId === 'slow') await slow.promise;
+        return new WorkspaceEngine({ workspaceId, provider: new HostProvider(workspaceId, place) });
+      },
+    });
+    const lease = await manager.acquire({ userId: 'u1', agentId: 'coder', sessionId: 's1' });
+    const other = await manager.get({ workspaceId: 'plain' });
+    const creating = manager.get({ workspaceId: 'slow', userId: 'u2' });
+    const stop = new AbortController();
+    const running = other.getSandbox().exec(['sleep', '600'], { signal: stop.signal });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // A later request of the same workspace keeps the first one's user and agent.
+    await manager.get({ userId: 'u1', agentId: 'coder', sessionId: 's2' });
+    expect(asked).toEqual([
+      { workspaceId: lease.workspaceId, userId: 'u1', agentId: 'coder', sessionId: 's1' },
+      { workspaceId: 'plain' },
+      { workspaceId: 'slow', userId: 'u2' },
+    ]);
+    const listed = manager.list();
+    expect(listed).toEqual([
+      {
+        workspaceId: lease.workspaceId,
+        userId: 'u1',
+        agentId: 'coder',
+        sessionId: 's1',
+        state: 'open',
+        idleMs: expect.any(Number),
+        leases: 1,
+        inFlight: 0,
+        waiters: 0,
+      },
+      { workspaceId: 'plain', state: 'open', idleMs: 0, leases: 0, inFlight: 1, waiters: 0 },
+      { workspaceId: 'slow', userId: 'u2', state: 'creating', idleMs: 0, leases: 0, inFlight: 0, waiters: 1 },
+    ]);
+    expect(listed[0]?.idleMs).toBeGreaterThanOrEqual(0);
+    stop.abort();
+    await rejection(running);
+    slow.open();
+    await creating;
+    lease.release();
+    const closing = manager.close('slow');
+    expect(manager.list().find((info) => info.workspaceId === 'slow')).toMatchObject({
+      state: 'closing',
+      userId: 'u2',
+    });
+    await closing;
+    expect(manager.list().map((info) => info.workspaceId)).toEqual([lease.workspaceId, 'plain']);
+  });
+
   it('keeps workspaces younger than the TTL', async () => {
     const place = world();
     await using manager = managerOf(place, { idleTtlMs: 3_600_000 });

@@ -8,6 +8,7 @@ import {
   POLICY_KEYS,
   splitOptions,
   WorkspaceEngine,
+  type WorkspaceRequester,
 } from '@ws/core/backend';
 import { daytonaPolicy } from './daytona-policy.js';
 import {
@@ -67,6 +68,11 @@ export interface DaytonaWorkspaceOptions extends CommonWorkspaceOptions, Sandbox
    * workspace id that runs as another user is refused with `CONFLICT`.
    */
   user?: string;
+  /**
+   * Who the sandbox is opened for, put in its labels as `ws.user`, `ws.agent` and `ws.session`
+   * (`ws ls` shows them). A `WorkspaceManager` with the package's factory passes its request's.
+   */
+  requester?: WorkspaceRequester;
 }
 
 const DAYTONA_KEYS: OptionKeys<DaytonaWorkspaceOptions> = {
@@ -85,6 +91,7 @@ const DAYTONA_KEYS: OptionKeys<DaytonaWorkspaceOptions> = {
   owner: true,
   gateway: true,
   user: true,
+  requester: true,
   ...POLICY_KEYS,
 };
 

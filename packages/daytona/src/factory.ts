@@ -22,5 +22,11 @@ export function daytonaWorkspaces(
   options: DaytonaWorkspacesOptions = {},
 ): WorkspaceFactory<DaytonaWorkspace> {
   const shared = { ...options };
-  return (workspaceId) => new DaytonaWorkspace({ ...shared, workspaceId });
+  // The manager's request marks the sandbox (`ws.user`, `ws.agent`, `ws.session`).
+  return (workspaceId, context) =>
+    new DaytonaWorkspace({
+      ...shared,
+      workspaceId,
+      ...(context?.request ? { requester: context.request } : {}),
+    });
 }

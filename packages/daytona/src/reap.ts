@@ -80,6 +80,8 @@ function candidate(daytona: Daytona, sandbox: Sandbox, timeoutSeconds: number): 
     name: sandbox.id,
     workspaceId: labels[WS_LABELS.id],
     owner: labels[WS_LABELS.owner],
+    userId: labels[WS_LABELS.user],
+    agentId: labels[WS_LABELS.agent],
     idleSince: since,
     // Starting or stopping: someone is changing it now.
     busy: STARTING.has(state) || STOPPING.has(state),

@@ -1,5 +1,11 @@
 import type { CommonWorkspaceOptions, NetworkPolicy, SandboxPolicyOptions } from '@ws/core';
-import { checkWorkspaceUser, type OptionKeys, splitOptions, WorkspaceEngine } from '@ws/core/backend';
+import {
+  checkWorkspaceUser,
+  type OptionKeys,
+  splitOptions,
+  WorkspaceEngine,
+  type WorkspaceRequester,
+} from '@ws/core/backend';
 import type Docker from 'dockerode';
 import type { DockerGatewayChannel } from './docker-gateway.js';
 import { dockerPolicy } from './docker-policy.js';
@@ -73,6 +79,11 @@ export interface DockerWorkspaceOptions
    * user is refused with `CONFLICT`.
    */
   user?: string;
+  /**
+   * Who the container is opened for, put in its labels as `ws.user`, `ws.agent` and `ws.session`
+   * (`ws ls` shows them). A `WorkspaceManager` with {@link dockerWorkspaces} passes its request's.
+   */
+  requester?: WorkspaceRequester;
 }
 
 const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
@@ -89,6 +100,7 @@ const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
   hostRuntimeDir: true,
   gateway: true,
   user: true,
+  requester: true,
 };
 
 /**

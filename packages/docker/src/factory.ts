@@ -34,10 +34,12 @@ export function dockerWorkspaces(options: DockerWorkspacesOptions = {}): Workspa
   if (baseDir !== undefined && (typeof baseDir !== 'string' || baseDir === ''))
     throw new WsError('INVALID_ARGUMENT', `baseDir must be a host folder, not ${JSON.stringify(baseDir)}`);
   const base = baseDir === undefined ? undefined : resolve(baseDir);
-  return (workspaceId) =>
+  // The manager's request marks the container (`ws.user`, `ws.agent`, `ws.session`).
+  return (workspaceId, context) =>
     new DockerWorkspace({
       ...shared,
       workspaceId,
+      ...(context?.request ? { requester: context.request } : {}),
       ...(base === undefined ? {} : { hostWorkdir: join(base, validateId(workspaceId, 'workspaceId')) }),
     });
 }

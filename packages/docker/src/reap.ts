@@ -134,6 +134,8 @@ export async function gcDocker(options: DockerGcOptions): Promise<GcReport> {
       name,
       workspaceId,
       owner,
+      userId: info.Labels?.[WS_LABELS.user],
+      agentId: info.Labels?.[WS_LABELS.agent],
       idleSince: Date.parse(info.Labels?.[WS_LABELS.created] ?? '') || info.Created * 1000,
       probe: async () => ({
         inUse: await inUse(docker, container, runtime),

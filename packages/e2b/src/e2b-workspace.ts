@@ -7,6 +7,7 @@ import {
   POLICY_KEYS,
   splitOptions,
   WorkspaceEngine,
+  type WorkspaceRequester,
 } from '@ws/core/backend';
 import { e2bPolicy } from './e2b-policy.js';
 import { DEFAULT_E2B_TIMEOUT_MS, E2BProvider } from './e2b-provider.js';
@@ -46,6 +47,11 @@ export interface E2BWorkspaceOptions extends CommonWorkspaceOptions, SandboxPoli
    * name, so a numeric id is refused (`INVALID_ARGUMENT`). Default: the template's user.
    */
   user?: string;
+  /**
+   * Who the sandbox is opened for, put in its metadata as `ws.user`, `ws.agent` and `ws.session`
+   * (`ws ls` shows them). A `WorkspaceManager` with {@link e2bWorkspaces} passes its request's.
+   */
+  requester?: WorkspaceRequester;
 }
 
 const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
@@ -61,6 +67,7 @@ const E2B_KEYS: OptionKeys<E2BWorkspaceOptions> = {
   owner: true,
   gateway: true,
   user: true,
+  requester: true,
   ...POLICY_KEYS,
 };
 

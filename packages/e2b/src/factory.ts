@@ -20,5 +20,7 @@ export type E2BWorkspacesOptions = Omit<E2BWorkspaceOptions, 'workspaceId'>;
  */
 export function e2bWorkspaces(options: E2BWorkspacesOptions = {}): WorkspaceFactory<E2BWorkspace> {
   const shared = { ...options };
-  return (workspaceId) => new E2BWorkspace({ ...shared, workspaceId });
+  // The manager's request marks the sandbox (`ws.user`, `ws.agent`, `ws.session`).
+  return (workspaceId, context) =>
+    new E2BWorkspace({ ...shared, workspaceId, ...(context?.request ? { requester: context.request } : {}) });
 }

@@ -86,6 +86,8 @@ function candidate(info: SandboxInfo, connection: ConnectionOpts, staleMs: numbe
     name: info.sandboxId,
     workspaceId: metadata[WS_LABELS.id],
     owner: metadata[WS_LABELS.owner],
+    userId: metadata[WS_LABELS.user],
+    agentId: metadata[WS_LABELS.agent],
     // A paused sandbox's pause time is not listed: the end of its last time limit is the latest it can be.
     idleSince: running ? created : Math.max(created, Math.min(timeOf(info.endAt), Date.now())),
     ...(running ? { probe: probeRecords } : {}),

@@ -20,5 +20,7 @@ export type K8sWorkspacesOptions = Omit<K8sWorkspaceOptions, 'workspaceId'>;
  */
 export function k8sWorkspaces(options: K8sWorkspacesOptions = {}): WorkspaceFactory<K8sWorkspace> {
   const shared = { ...options };
-  return (workspaceId) => new K8sWorkspace({ ...shared, workspaceId });
+  // The manager's request marks the Pod and claim (`ws.user`, `ws.agent`, `ws.session`).
+  return (workspaceId, context) =>
+    new K8sWorkspace({ ...shared, workspaceId, ...(context?.request ? { requester: context.request } : {}) });
 }

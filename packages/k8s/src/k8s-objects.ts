@@ -8,7 +8,13 @@ import type {
   V1Toleration,
 } from '@kubernetes/client-node';
 import { type Privileges, WsError } from '@ws/core';
-import { type ResolvedNetwork, throwIfAborted, WS_LABELS } from '@ws/core/backend';
+import {
+  type ResolvedNetwork,
+  requesterLabels,
+  throwIfAborted,
+  type WorkspaceRequester,
+  WS_LABELS,
+} from '@ws/core/backend';
 import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
 import { networkPolicyManifest, type PodUser } from './pod-policy.js';
@@ -46,6 +52,8 @@ export interface PodSettings {
   privileges?: Privileges | undefined;
   /** Who the container runs as. Default: the image's user. */
   user?: PodUser | undefined;
+  /** Who the workspace is opened for: annotations `ws.user`, `ws.agent`, `ws.session`. */
+  requester?: WorkspaceRequester | undefined;
   owner: string;
   /** How long to wait for the Pod to run, in milliseconds. */
   timeoutMs: number;
@@ -99,7 +107,11 @@ export class WorkspaceObjects {
       name: this.name,
       namespace: this.namespace,
       labels: workspaceLabels(this.workspaceId, this.settings.owner, this.settings.labels),
-      annotations: { [WS_LABELS.id]: this.workspaceId, [WS_LABELS.created]: new Date().toISOString() },
+      annotations: {
+        [WS_LABELS.id]: this.workspaceId,
+        [WS_LABELS.created]: new Date().toISOString(),
+        ...requesterLabels(this.settings.requester),
+      },
     };
   }
 

@@ -8,6 +8,7 @@ import {
   POLICY_KEYS,
   splitOptions,
   WorkspaceEngine,
+  type WorkspaceRequester,
 } from '@ws/core/backend';
 import { DEFAULT_K8S_REQUEST_TIMEOUT_MS } from './api.js';
 import { K8sProvider } from './k8s-provider.js';
@@ -89,6 +90,12 @@ export interface K8sWorkspaceOptions extends CommonWorkspaceOptions, SandboxPoli
    * Pod found by name that runs as another user is refused with `CONFLICT`.
    */
   user?: string;
+  /**
+   * Who the Pod and claim are opened for, put in their annotations as `ws.user`, `ws.agent` and
+   * `ws.session` (`ws ls` shows them). A `WorkspaceManager` with {@link k8sWorkspaces} passes its
+   * request's.
+   */
+  requester?: WorkspaceRequester;
 }
 
 const K8S_KEYS: OptionKeys<K8sWorkspaceOptions> = {
@@ -111,6 +118,7 @@ const K8S_KEYS: OptionKeys<K8sWorkspaceOptions> = {
   owner: true,
   gateway: true,
   user: true,
+  requester: true,
   ...POLICY_KEYS,
 };
 

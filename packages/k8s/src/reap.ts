@@ -192,6 +192,8 @@ function* podCandidates(context: ReapContext, pods: readonly V1Pod[]): Generator
       name: `${namespace}/${name}`,
       workspaceId,
       owner,
+      userId: pod.metadata?.annotations?.[WS_LABELS.user],
+      agentId: pod.metadata?.annotations?.[WS_LABELS.agent],
       idleSince,
       // A Pending Pod in its start window may be one a host is waiting for.
       busy: phase === 'Pending' && Date.now() - idleSince < startWindowMs,
@@ -252,6 +254,8 @@ function* claimCandidates(
       name: `${namespace}/${name}`,
       workspaceId,
       owner,
+      userId: annotations[WS_LABELS.user],
+      agentId: annotations[WS_LABELS.agent],
       idleSince: released > 0 ? released : created,
       busy: mounted.has(name),
       // A host may have opened the workspace meanwhile.

@@ -18,5 +18,11 @@ export function openSandboxWorkspaces(
   options: OpenSandboxWorkspacesOptions = {},
 ): WorkspaceFactory<OpenSandboxWorkspace> {
   const shared = { ...options };
-  return (workspaceId) => new OpenSandboxWorkspace({ ...shared, workspaceId });
+  // The manager's request marks the sandbox (`ws.user`, `ws.agent`, `ws.session`).
+  return (workspaceId, context) =>
+    new OpenSandboxWorkspace({
+      ...shared,
+      workspaceId,
+      ...(context?.request ? { requester: context.request } : {}),
+    });
 }

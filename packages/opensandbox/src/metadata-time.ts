@@ -8,6 +8,11 @@ export function metadataTime(date: Date = new Date()): string {
   return String(date.getTime());
 }
 
+/** True when `value` can be a metadata value the server stores: a Kubernetes label value. */
+export function isLabelValue(value: string): boolean {
+  return value.length <= 63 && /^(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/.test(value);
+}
+
 /** The time a metadata value names (decimal milliseconds, or ISO 8601 as older sandboxes have it); 0 when none. */
 export function timeOfMetadata(value: string | undefined): number {
   if (value !== undefined && /^\d+$/.test(value)) return Number(value);

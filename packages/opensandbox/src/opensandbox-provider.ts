@@ -6,13 +6,14 @@ import {
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
+  requesterLabels,
   throwIfAborted,
   WS_LABELS,
   withRetry,
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
 import { configuredTimeoutMaximum, translateOpenSandboxError } from './errors.js';
-import { metadataTime } from './metadata-time.js';
+import { isLabelValue, metadataTime } from './metadata-time.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
 import type { OpenSandboxWorkspaceOptions } from './opensandbox-workspace.js';
 import { hasMemoryLimit, type SandboxPolicyRequest } from './sandbox-policy.js';
@@ -316,6 +317,7 @@ export class OpenSandboxProvider implements Provider {
           [WS_LABELS.id]: workspaceId,
           [WS_LABELS.owner]: this.options.owner ?? 'ws',
           [WS_LABELS.created]: metadataTime(),
+          ...requesterLabels(this.options.requester, isLabelValue),
         },
         timeoutSeconds,
         readyTimeoutSeconds: READY_TIMEOUT_SECONDS,

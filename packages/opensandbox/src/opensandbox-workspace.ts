@@ -7,6 +7,7 @@ import {
   POLICY_KEYS,
   splitOptions,
   WorkspaceEngine,
+  type WorkspaceRequester,
 } from '@ws/core/backend';
 import {
   DEFAULT_OPENSANDBOX_IMAGE,
@@ -63,6 +64,13 @@ export interface OpenSandboxWorkspaceOptions extends CommonWorkspaceOptions, San
   owner?: string;
   /** Start the gateway when the image has node 18 or newer. Default: true. */
   gateway?: boolean;
+  /**
+   * Who the sandbox is opened for, put in its metadata as `ws.user`, `ws.agent` and `ws.session`
+   * (`ws ls` shows them), each one the server can store (a Kubernetes label value: up to 63 of
+   * `[A-Za-z0-9-_.]`; another is left out). A `WorkspaceManager` with {@link openSandboxWorkspaces}
+   * passes its request's.
+   */
+  requester?: WorkspaceRequester;
 }
 
 const OPENSANDBOX_KEYS: OptionKeys<OpenSandboxWorkspaceOptions> = {
@@ -79,6 +87,7 @@ const OPENSANDBOX_KEYS: OptionKeys<OpenSandboxWorkspaceOptions> = {
   client: true,
   owner: true,
   gateway: true,
+  requester: true,
   ...POLICY_KEYS,
 };
 

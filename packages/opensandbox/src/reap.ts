@@ -91,6 +91,8 @@ function candidate(
     name: info.id,
     workspaceId: metadata[WS_LABELS.id],
     owner: metadata[WS_LABELS.owner],
+    userId: metadata[WS_LABELS.user],
+    agentId: metadata[WS_LABELS.agent],
     idleSince: state === 'Paused' ? Math.max(created, timeOfMetadata(metadata[WS_LABELS.released])) : created,
     // Starting, pausing or resuming: someone is working on it now.
     busy: !REAPABLE.includes(state),

@@ -18,7 +18,31 @@ export const WS_LABELS = {
   created: 'ws.created',
   /** When the last workspace object let it go (ISO 8601), where the service does not say. */
   released: 'ws.released',
+  /** The user it was opened for (a manager request's `userId`; the `requester` option). */
+  user: 'ws.user',
+  /** The agent it was opened for. */
+  agent: 'ws.agent',
+  /** The session it was opened for. */
+  session: 'ws.session',
 } as const;
+
+/**
+ * The `ws.user`, `ws.agent` and `ws.session` marks of a requester, those it names; with `fits`, only
+ * the values the service can store (the others are left out).
+ */
+export function requesterLabels(
+  requester: { readonly userId?: string; readonly agentId?: string; readonly sessionId?: string } | undefined,
+  fits: (value: string) => boolean = () => true,
+): Record<string, string> {
+  const out: Record<string, string> = {};
+  const add = (key: string, value: string | undefined) => {
+    if (value !== undefined && value !== '' && fits(value)) out[key] = value;
+  };
+  add(WS_LABELS.user, requester?.userId);
+  add(WS_LABELS.agent, requester?.agentId);
+  add(WS_LABELS.session, requester?.sessionId);
+  return out;
+}
 
 /**
  * Checks that none of a user's own labels (or metadata) take a reserved `ws.` key.

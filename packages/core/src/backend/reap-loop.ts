@@ -19,6 +19,9 @@ export interface ReapCandidate {
   readonly workspaceId?: string | undefined;
   /** Its owner tag, when it carries one. */
   readonly owner?: string | undefined;
+  /** The user and agent it was opened for, when it carries them (`ws.user`, `ws.agent`). */
+  readonly userId?: string | undefined;
+  readonly agentId?: string | undefined;
   /** When it was last used as its listing says, in ms since the epoch. */
   readonly idleSince: number;
   /** Someone is changing it now (starting, stopping, a Pod a host waits for): kept without a look. */
@@ -56,6 +59,8 @@ export async function reapCandidates(
       name: candidate.name,
       workspaceId: candidate.workspaceId,
       owner: candidate.owner,
+      ...(candidate.userId !== undefined ? { userId: candidate.userId } : {}),
+      ...(candidate.agentId !== undefined ? { agentId: candidate.agentId } : {}),
       idleMs: Math.max(0, now - since),
     });
     try {

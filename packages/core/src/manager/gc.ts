@@ -24,6 +24,10 @@ export interface GcResource {
   readonly workspaceId?: string | undefined;
   /** Its owner tag, when it carries one. */
   readonly owner?: string | undefined;
+  /** The user it was opened for, when it carries one (`ws.user`). */
+  readonly userId?: string | undefined;
+  /** The agent it was opened for, when it carries one (`ws.agent`). */
+  readonly agentId?: string | undefined;
   /** How long it has been unused, in ms. */
   readonly idleMs: number;
 }

@@ -1,7 +1,8 @@
 import { abortError, type WsError } from '../contracts/errors.js';
 import type { Workspace } from '../contracts/workspace.js';
 import type { Activity } from './activity.js';
-import type { WorkspaceManagerStats } from './manager-options.js';
+import type { WorkspaceInfo, WorkspaceManagerStats } from './manager-options.js';
+import type { WorkspaceRequester } from './workspace-factory.js';
 
 /**
  * A hold on a managed workspace: while any lease on it is held, the manager never evicts it.
@@ -75,6 +76,8 @@ export async function race(
 export interface Entry<W extends Workspace> {
   /** The workspace id. */
   readonly id: string;
+  /** The user, agent and session of the request that created it. */
+  readonly request: WorkspaceRequester;
   /** Waiting for a slot, being created, or open. */
   state: 'queued' | 'creating' | 'open';
   /** The workspace, once the factory returned it. */
@@ -114,6 +117,25 @@ export function countEntries<W extends Workspace>(
     else queued++;
   }
   return { open, creating, queued, closing, leased, busy };
+}
+
+/** What {@link WorkspaceManager.list} says of one entry, `now` being `performance.now()`. */
+export function describeEntry<W extends Workspace>(entry: Entry<W>, now: number): WorkspaceInfo {
+  const { userId, agentId, sessionId } = entry.request;
+  return {
+    workspaceId: entry.id,
+    ...(userId !== undefined ? { userId } : {}),
+    ...(agentId !== undefined ? { agentId } : {}),
+    ...(sessionId !== undefined ? { sessionId } : {}),
+    state: entry.state,
+    idleMs:
+      entry.state === 'open' && entry.activity.inFlight === 0
+        ? Math.max(0, now - entry.activity.lastUsed)
+        : 0,
+    leases: entry.leases,
+    inFlight: entry.activity.inFlight,
+    waiters: entry.waiters,
+  };
 }
 
 /** True when `workspace` is closing or closed. */

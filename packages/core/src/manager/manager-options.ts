@@ -43,6 +43,28 @@ export interface AcquireOptions extends WorkspaceRequest, CallOptions {
   timeoutMs?: number;
 }
 
+/** One workspace a manager holds, as {@link WorkspaceManager.list} describes it. */
+export interface WorkspaceInfo {
+  /** Its id. */
+  readonly workspaceId: string;
+  /** The user of the request that created it, when it named one. */
+  readonly userId?: string;
+  /** The agent of the request that created it, when it named one. */
+  readonly agentId?: string;
+  /** The session of the request that created it, when it named one. */
+  readonly sessionId?: string;
+  /** Waiting for a slot, being created, open, or being closed. */
+  readonly state: 'queued' | 'creating' | 'open' | 'closing';
+  /** How long it has been unused (no call in flight, since the last call or lease), in ms; 0 while in use or not open. */
+  readonly idleMs: number;
+  /** Leases held on it. */
+  readonly leases: number;
+  /** Calls running on it now (spawned processes count until they exit). */
+  readonly inFlight: number;
+  /** Callers waiting for it to be created. */
+  readonly waiters: number;
+}
+
 /** Counts of the manager's workspaces, by where they are. */
 export interface WorkspaceManagerStats {
   /** Open and usable. */

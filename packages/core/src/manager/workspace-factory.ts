@@ -1,10 +1,26 @@
 import { abortError, isWsError, WsError } from '../contracts/errors.js';
 import type { Workspace } from '../contracts/workspace.js';
 
+/** Who asked for a workspace: the user, agent and session of the request that created it. */
+export interface WorkspaceRequester {
+  /** The request's user, when it named one. */
+  readonly userId?: string | undefined;
+  /** The request's agent, when it named one. */
+  readonly agentId?: string | undefined;
+  /** The request's session, when it named one. */
+  readonly sessionId?: string | undefined;
+}
+
 /** What a {@link WorkspaceFactory} is given besides the id. */
 export interface WorkspaceFactoryContext {
   /** Fires when the manager gives up on this creation (it is being disposed). */
   readonly signal: AbortSignal;
+  /**
+   * The user, agent and session of the request that created the workspace (later requests may share
+   * it under `per_agent` or `per_user`), always given by a manager: the backends' factories tag
+   * what they create with them.
+   */
+  readonly request?: WorkspaceRequester;
 }
 
 /**
@@ -29,11 +45,12 @@ export async function openWorkspace<W extends Workspace>(
   factory: WorkspaceFactory<W>,
   workspaceId: string,
   signal: AbortSignal,
+  request: WorkspaceRequester = {},
 ): Promise<W> {
   let workspace: W | undefined;
   try {
     signal.throwIfAborted();
-    workspace = await factory(workspaceId, { signal });
+    workspace = await factory(workspaceId, { signal, request });
     if (typeof workspace !== 'object' || workspace === null || workspace.id !== workspaceId)
       throw new WsError(
         'INVALID_ARGUMENT',

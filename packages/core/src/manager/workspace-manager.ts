@@ -13,6 +13,7 @@ import {
   CANCELLED,
   countEntries,
   deferred,
+  describeEntry,
   type Entry,
   isShut,
   Lease,
@@ -23,14 +24,20 @@ import {
   type AcquireOptions,
   checkDuration,
   managerSettings,
+  type WorkspaceInfo,
   type WorkspaceManagerOptions,
   type WorkspaceManagerStats,
 } from './manager-options.js';
 import { openWorkspace, type WorkspaceFactory } from './workspace-factory.js';
 
 export type { WorkspaceLease } from './manager-entry.js';
-export type { AcquireOptions, WorkspaceManagerOptions, WorkspaceManagerStats } from './manager-options.js';
-export type { WorkspaceFactory, WorkspaceFactoryContext } from './workspace-factory.js';
+export type {
+  AcquireOptions,
+  WorkspaceInfo,
+  WorkspaceManagerOptions,
+  WorkspaceManagerStats,
+} from './manager-options.js';
+export type { WorkspaceFactory, WorkspaceFactoryContext, WorkspaceRequester } from './workspace-factory.js';
 
 /**
  * Hands out workspaces to many users, agents and sessions, on any backend (it is generic over a
@@ -64,6 +71,8 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
   private readonly evictIdleWhenFull: boolean;
   private readonly entries = new Map<string, Entry<W>>();
   private readonly closing = new Map<string, Promise<void>>();
+  /** Who asked for each workspace being closed, for {@link list}. */
+  private readonly closingRequests = new Map<string, Entry<W>['request']>();
   private readonly queue: Entry<W>[] = [];
   private readonly events = new ManagerEvents<W>();
   private readonly eviction: Eviction<W>;
@@ -120,6 +129,30 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
   /** True when the workspace `workspaceId` is open in this manager. */
   has(workspaceId: string): boolean {
     return this.entries.get(workspaceId)?.state === 'open';
+  }
+
+  /**
+   * What the manager holds, oldest first: every workspace waiting, being created, open or closing,
+   * with the user, agent and session of the request that created it, its idle time, leases and calls
+   * in flight. A snapshot: later calls change it.
+   */
+  list(): WorkspaceInfo[] {
+    const now = performance.now();
+    const listed = [...this.entries.values()].map((entry) => describeEntry(entry, now));
+    const closingOnly = [...this.closingRequests.entries()].filter(([id]) => !this.entries.has(id));
+    for (const [workspaceId, request] of closingOnly)
+      listed.push({
+        workspaceId,
+        ...(request.userId !== undefined ? { userId: request.userId } : {}),
+        ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
+        ...(request.sessionId !== undefined ? { sessionId: request.sessionId } : {}),
+        state: 'closing',
+        idleMs: 0,
+        leases: 0,
+        inFlight: 0,
+        waiters: 0,
+      });
+    return listed;
   }
 
   /** Counts of the manager's workspaces. */
@@ -235,7 +268,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
         await this.closeEntry(entry, 'closed', true);
         entry = undefined;
       }
-      if (!entry) entry = this.startEntry(workspaceId);
+      if (!entry) entry = this.startEntry(workspaceId, options);
       if (entry.state !== 'open') {
         entry.waiters++;
         try {
@@ -294,9 +327,14 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     }
   }
 
-  private startEntry(workspaceId: string): Entry<W> {
+  private startEntry(workspaceId: string, request: AcquireOptions): Entry<W> {
     const entry: Entry<W> = {
       id: workspaceId,
+      request: {
+        ...(request.userId !== undefined ? { userId: request.userId } : {}),
+        ...(request.agentId !== undefined ? { agentId: request.agentId } : {}),
+        ...(request.sessionId !== undefined ? { sessionId: request.sessionId } : {}),
+      },
       state: 'queued',
       workspace: undefined,
       counted: undefined,
@@ -336,7 +374,7 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
     const started = performance.now();
     let workspace: W;
     try {
-      workspace = await openWorkspace(this.factory, entry.id, entry.abort.signal);
+      workspace = await openWorkspace(this.factory, entry.id, entry.abort.signal, entry.request);
     } catch (error) {
       if (this.entries.get(entry.id) === entry) this.entries.delete(entry.id);
       this.held--;
@@ -389,12 +427,16 @@ export class WorkspaceManager<W extends Workspace = Workspace> implements AsyncD
       }
     })();
     const done = closed.then(() => {
-      if (this.closing.get(entry.id) === done) this.closing.delete(entry.id);
+      if (this.closing.get(entry.id) === done) {
+        this.closing.delete(entry.id);
+        this.closingRequests.delete(entry.id);
+      }
       this.held--;
       this.events.emit('close', { workspaceId: entry.id, reason });
       this.pump();
     });
     this.closing.set(entry.id, done);
+    this.closingRequests.set(entry.id, entry.request);
     return done.then(() => failure);
   }
 }
