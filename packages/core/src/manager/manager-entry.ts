@@ -130,7 +130,7 @@ export function describeEntry<W extends Workspace>(entry: Entry<W>, now: number)
     state: entry.state,
     idleMs:
       entry.state === 'open' && entry.activity.inFlight === 0
-        ? Math.max(0, now - entry.activity.lastUsed)
+        ? Math.max(0, Math.round(now - entry.activity.lastUsed))
         : 0,
     leases: entry.leases,
     inFlight: entry.activity.inFlight,

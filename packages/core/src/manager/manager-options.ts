@@ -55,7 +55,7 @@ export interface WorkspaceInfo {
   readonly sessionId?: string;
   /** Waiting for a slot, being created, open, or being closed. */
   readonly state: 'queued' | 'creating' | 'open' | 'closing';
-  /** How long it has been unused (no call in flight, since the last call or lease), in ms; 0 while in use or not open. */
+  /** How long it has been unused (no call in flight, since the last call or lease), in whole ms; 0 while in use or not open. */
   readonly idleMs: number;
   /** Leases held on it. */
   readonly leases: number;
