@@ -314,6 +314,12 @@ async function dockerBuild(
   }
   await new Promise<void>((resolve, reject) => {
     let failure: string | undefined;
+    // The build's output comes in pieces that may split a line, each piece of a command's stderr
+    // wrapped in terminal colours: lines are read across pieces, the colours dropped.
+    let partial = '';
+    const hear = (said: string) => {
+      if (said.startsWith('ws-docker-image: ')) stated = said.slice('ws-docker-image: '.length).trimEnd();
+    };
     const onAbort = () => {
       (stream as NodeJS.ReadableStream & { destroy?: () => void }).destroy?.();
       reject(abortError(signal));
@@ -334,15 +340,24 @@ async function dockerBuild(
         } catch {
           return;
         }
-        if (event.error) failure ??= event.error;
+        if (event.error) {
+          failure ??= event.error;
+          hear(partial);
+          partial = '';
+        }
+        // biome-ignore lint/suspicious/noControlCharactersInRegex: the escape starts a colour code
+        const lines = (partial + (event.stream ?? '').replace(/\u001b\[[0-9;]*m/g, '')).split('\n');
+        partial = (lines.pop() ?? '').slice(-4096);
+        for (const said of lines) hear(said);
         const text = (event.stream ?? '').trim();
-        for (const said of text.split('\n'))
-          if (said.startsWith('ws-docker-image: ')) stated = said.slice('ws-docker-image: '.length);
         if (/^Step \d+\/\d+ : /.test(text)) build.progress.line(truncate(text));
         const status = event.status ?? '';
         if (/^(Pulling from|Digest:|Status:)/.test(status)) build.progress.line(truncate(status), true);
       })
-      .once('close', () => done());
+      .once('close', () => {
+        hear(partial);
+        done();
+      });
     stream.once('error', (error) => done(error));
   });
 }
