@@ -211,10 +211,10 @@ describe.skipIf(noDocker !== undefined)('ws ls / ws gc --backend docker', () => 
 
       const table = runWs(['ls', '--backend', 'docker', '--owner', owner]);
       expect(table.stdout).toMatch(
-        new RegExp(`container\\s+\\S+\\s+${liveId}\\s+${owner}\\s+\\S+\\s+in use`),
+        new RegExp(`container\\s+\\S+\\s+${liveId}\\s+${owner}\\s+-\\s+-\\s+\\S+\\s+in use`),
       );
       expect(table.stdout).toMatch(
-        new RegExp(`container\\s+\\S+\\s+${orphanId}\\s+${owner}\\s+\\S+\\s+idle`),
+        new RegExp(`container\\s+\\S+\\s+${orphanId}\\s+${owner}\\s+-\\s+-\\s+\\S+\\s+idle`),
       );
 
       const young = json<Reaped>(['gc', '--backend', 'docker', '--owner', owner, '--older-than', '1h']);
