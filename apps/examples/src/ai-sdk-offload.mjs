@@ -5,7 +5,7 @@
 // answered from it. Offline: the SDK's mock model plays the agent.
 //
 //   node apps/examples/src/ai-sdk-offload.mjs
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -18,6 +18,7 @@ import {
   FIRST_TASK,
   OFFLOAD_SCRIPT,
   OFFLOAD_SETTINGS,
+  reportOffload,
   SECOND_TASK,
 } from './offload-script.mjs';
 
@@ -112,16 +113,11 @@ async function main() {
   await workspace.initialize();
   try {
     const { first, second, model } = await runAiSdkOffload({ workspace });
-    const shown = buildLogAsSent(model);
-    const file = /The whole result is in '([^']+)'/.exec(shown)[1];
-    console.log(
-      `The model was sent ${shown.length} characters of the build log, ending with:\n  ${shown.slice(-220)}`,
-    );
-    console.log(`${file} holds ${readFileSync(file, 'utf8').length} characters.`);
-    console.log(`\n${first.text}`);
-    const context = join(workspace.workdir, 'sessions/offload-demo/context.jsonl');
-    console.log(`\n${readFileSync(context, 'utf8').trim().split('\n').length} messages parked in ${context}`);
-    console.log(second.text);
+    reportOffload(workspace, {
+      sent: buildLogAsSent(model),
+      firstAnswer: first.text,
+      secondAnswer: second.text,
+    });
   } finally {
     await workspace.close();
   }

@@ -6,7 +6,7 @@
 // `fakeModel()` from `@langchain/core/testing` plays the agent.
 //
 //   node apps/examples/src/langchain-offload.mjs
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,6 +20,7 @@ import {
   FIRST_TASK,
   OFFLOAD_SCRIPT,
   OFFLOAD_SETTINGS,
+  reportOffload,
   SECOND_TASK,
 } from './offload-script.mjs';
 
@@ -88,16 +89,11 @@ async function main() {
   await workspace.initialize();
   try {
     const { first, second, model } = await runLangChainOffload({ workspace });
-    const shown = buildLogAsSent(model.calls.map((call) => call.messages));
-    const file = /The whole result is in '([^']+)'/.exec(shown)[1];
-    console.log(
-      `The model was sent ${shown.length} characters of the build log, ending with:\n  ${shown.slice(-220)}`,
-    );
-    console.log(`${file} holds ${readFileSync(file, 'utf8').length} characters.`);
-    console.log(`\n${first.messages.at(-1).content}`);
-    const context = join(workspace.workdir, 'sessions/offload-demo/context.jsonl');
-    console.log(`\n${readFileSync(context, 'utf8').trim().split('\n').length} messages parked in ${context}`);
-    console.log(second.messages.at(-1).content);
+    reportOffload(workspace, {
+      sent: buildLogAsSent(model.calls.map((call) => call.messages)),
+      firstAnswer: first.messages.at(-1).content,
+      secondAnswer: second.messages.at(-1).content,
+    });
   } finally {
     await workspace.close();
   }

@@ -1,5 +1,7 @@
 // The scripted agent of the offloading examples, the same for every framework: each step looks at
 // everything the model was sent (as one JSON text) and answers with a tool call or a final text.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The MCP server the examples add: a `build_log` tool that prints 5 000 000 characters. */
@@ -38,3 +40,21 @@ export const OFFLOAD_SCRIPT = [
   (seen) => ({ tool: 'Grep', input: { pattern: 'ERROR', path: contextPath(seen), output_mode: 'content' } }),
   (seen) => ({ text: `From the offloaded conversation: ${errorLine(seen) ?? 'not found'}` }),
 ];
+
+/**
+ * Prints what an offload run showed: what the model was sent of the build log and the file holding
+ * all of it, the first answer, the messages parked in `context.jsonl` and the second answer.
+ * @param {{ workdir: string }} workspace
+ * @param {{ sent: string, firstAnswer: string, secondAnswer: string, parked?: string }} run
+ */
+export function reportOffload(workspace, { sent, firstAnswer, secondAnswer, parked = 'messages' }) {
+  const file = /The whole result is in '([^']+)'/.exec(sent)[1];
+  console.log(
+    `The model was sent ${sent.length} characters of the build log, ending with:\n  ${sent.slice(-220)}`,
+  );
+  console.log(`${file} holds ${readFileSync(file, 'utf8').length} characters.`);
+  console.log(`\n${firstAnswer}`);
+  const context = join(workspace.workdir, 'sessions/offload-demo/context.jsonl');
+  console.log(`\n${readFileSync(context, 'utf8').trim().split('\n').length} ${parked} parked in ${context}`);
+  console.log(secondAnswer);
+}

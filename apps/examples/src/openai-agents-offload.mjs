@@ -5,7 +5,7 @@
 // answered from it. Offline: the SDK's scripted model plays the agent.
 //
 //   node apps/examples/src/openai-agents-offload.mjs
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -18,6 +18,7 @@ import {
   FIRST_TASK,
   OFFLOAD_SCRIPT,
   OFFLOAD_SETTINGS,
+  reportOffload,
   SECOND_TASK,
 } from './offload-script.mjs';
 
@@ -78,16 +79,12 @@ async function main() {
         item.type === 'function_call_result' &&
         JSON.stringify(item.output).includes('The whole result is in'),
     );
-    const text = typeof shown.output === 'string' ? shown.output : shown.output.text;
-    const file = /The whole result is in '([^']+)'/.exec(text)[1];
-    console.log(
-      `The model was sent ${text.length} characters of the build log, ending with:\n  ${text.slice(-220)}`,
-    );
-    console.log(`${file} holds ${readFileSync(file, 'utf8').length} characters.`);
-    console.log(`\n${first.finalOutput}`);
-    const context = join(workspace.workdir, 'sessions/offload-demo/context.jsonl');
-    console.log(`\n${readFileSync(context, 'utf8').trim().split('\n').length} items parked in ${context}`);
-    console.log(second.finalOutput);
+    reportOffload(workspace, {
+      sent: typeof shown.output === 'string' ? shown.output : shown.output.text,
+      firstAnswer: first.finalOutput,
+      secondAnswer: second.finalOutput,
+      parked: 'items',
+    });
   } finally {
     await workspace.close();
   }
