@@ -116,3 +116,26 @@ export function printMetrics(rows) {
     ]),
   );
 }
+
+/**
+ * One system's measurement in a side-by-side scenario (@ws, the floor, or a peer). A system without
+ * the feature is `missing` (a reason, never a zero); one that fails to load or to run is `failed`.
+ * `samplesMs` are per-operation times; `peakRssMB` is the peak resident memory of the process that
+ * ran the operation, where measured.
+ */
+export function peerRow({ scenario, system, version, samplesMs, peakRssMB, missing, failed, note }) {
+  const measured = samplesMs !== undefined && samplesMs.length > 0;
+  return {
+    kind: 'peer',
+    scenario,
+    system,
+    version,
+    n: measured ? samplesMs.length : 0,
+    medianMs: measured ? median(samplesMs) : undefined,
+    p95Ms: measured ? quantile(samplesMs, 0.95) : undefined,
+    peakRssMB,
+    missing,
+    failed,
+    note,
+  };
+}
