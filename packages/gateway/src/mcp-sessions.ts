@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { WsError } from '@ws/core';
 import type { McpConnector, McpSession, McpToolInfo } from '@ws/core/backend';
 import { type GatewayMcpConnect, normalizeMcpSpec } from '@ws/core/gateway';
+import { loadMcp } from './load-mcp.js';
 
 /** One MCP session the gateway holds, with the scope it was opened for. */
 export interface McpSessionEntry {
@@ -74,7 +75,7 @@ export class McpSessions {
   }
 
   private mcpConnector(): Promise<McpConnector> {
-    this.connector ??= import('@ws/local/mcp').then(
+    this.connector ??= loadMcp().then(
       ({ HostMcpConnector }) => new HostMcpConnector({ cwd: this.workdir }),
     );
     return this.connector;

@@ -42,6 +42,12 @@ export interface GatewaySandboxOptions {
   routeExec: boolean;
   /** Refuses paths this backend must not touch (throws a WsError); runs before every file operation. */
   checkPath?: (absolutePath: string) => void;
+  /**
+   * Wait for a gateway that is starting instead of going the direct way meanwhile: worth it where the
+   * gateway starts in about the time of a few direct calls (a local process sandbox, whose direct
+   * calls each spawn a sandbox). A failed start still falls back to the direct way.
+   */
+  awaitStart?: boolean;
 }
 
 // The longest line of a command's output stream: a frame holds one base64 chunk, far below this.
@@ -89,7 +95,7 @@ export class GatewaySandbox implements Sandbox {
     const { link } = this.options;
     if (link.client) return link.client;
     // A gateway still starting is not waited for: the call goes the direct way meanwhile.
-    if (link.isStarting) return undefined;
+    if (link.isStarting && !this.options.awaitStart) return undefined;
     if (Date.now() - this.lastFailedStart < RELAUNCH_BACKOFF_MS) return undefined;
     try {
       return await link.start();
