@@ -1,9 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { realpath, rename, writeFile } from 'node:fs/promises';
+import { constants, existsSync } from 'node:fs';
+import { access, realpath, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
+import { promisify } from 'node:util';
 import { type CallOptions, WsError } from '@ws/core';
 import {
   assertDeletableHostDir,
@@ -20,6 +21,7 @@ import {
   throwIfAborted,
 } from '@ws/core/backend';
 import {
+  GATEWAY_MIN_NODE_MAJOR,
   type GatewayLauncher,
   GatewayLink,
   GatewayMcpConnector,
@@ -39,6 +41,7 @@ import {
 } from './bwrap-cgroup.js';
 import { type BwrapPolicy, bwrapPolicy, refuseUnavailableLimits } from './bwrap-policy.js';
 import {
+  BASE_PATH,
   type BwrapMounts,
   BwrapSandbox,
   checkSandboxPath,
@@ -63,9 +66,40 @@ export function defaultRuntimeDir(): string {
   return join(process.env.XDG_RUNTIME_DIR || tmpdir(), `ws-bwrap-${process.getuid?.() ?? 0}`);
 }
 
+/**
+ * The node a sandbox finds first on its PATH, found from the host: the sandbox's system folders are
+ * the host's, bound read-only, and its PATH is fixed, so `command -v node` inside names the same host
+ * file. Its version is this process's when it is this process's binary, else what it prints (run on
+ * the host: a file of the host's own system folders, which no sandbox can write). Saves starting a
+ * sandbox (and a node in it) before the gateway can start.
+ */
+async function systemNode(): Promise<{ path: string; version: string } | undefined> {
+  for (const folder of BASE_PATH.split(':')) {
+    const path = `${folder}/node`;
+    try {
+      if (!(await stat(path)).isFile()) continue;
+      await access(path, constants.X_OK);
+    } catch {
+      continue;
+    }
+    const [real, own] = await Promise.all([realpath(path), realpath(process.execPath)]);
+    const version =
+      real === own
+        ? process.version
+        : (await promisify(execFile)(path, ['--version'], { timeout: 15_000 })).stdout.trim();
+    const major = Number(/^v(\d+)/.exec(version)?.[1] ?? 0);
+    return major >= GATEWAY_MIN_NODE_MAJOR ? { path, version } : undefined;
+  }
+  return undefined;
+}
+
+const healthyBwrap = new Set<string>();
+
 /** bwrap runs here and can build a sandbox (user namespaces allowed), or the reason it cannot. */
 export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
   if (process.platform !== 'linux') return `bubblewrap needs Linux, this is ${process.platform}`;
+  // Once it has built a sandbox, it can: only a failure is checked again.
+  if (healthyBwrap.has(bwrapPath)) return undefined;
   const version = spawnSync(bwrapPath, ['--version'], { encoding: 'utf8' });
   if (version.error || version.status !== 0)
     return `${bwrapPath} is not installed (apt-get install bubblewrap)`;
@@ -95,6 +129,7 @@ export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
   );
   if (probe.status !== 0)
     return `${bwrapPath} cannot create a sandbox here: ${(probe.stderr || probe.error?.message || '').trim()}`;
+  healthyBwrap.add(bwrapPath);
   return undefined;
 }
 
@@ -210,7 +245,7 @@ export class BwrapProvider implements Provider {
     const plain = { sandbox, workdir: SANDBOX_WORKDIR, warnings, oomKills };
     // Without a gateway, files go through commands (confined to /workspace and /tmp) and MCP is unavailable.
     if (this.options.gateway === false) return plain;
-    const node = await probeNode(completeSandbox(sandbox), options);
+    const node = await systemNode().catch(() => probeNode(completeSandbox(sandbox), options));
     if (!node)
       return {
         ...plain,
@@ -222,7 +257,13 @@ export class BwrapProvider implements Provider {
     // Not waited for: file calls go through commands while it starts.
     link.startInBackground();
     return {
-      sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: false, checkPath: checkSandboxPath }),
+      sandbox: new GatewaySandbox({
+        direct: sandbox,
+        link,
+        routeExec: false,
+        checkPath: checkSandboxPath,
+        awaitStart: true,
+      }),
       workdir: SANDBOX_WORKDIR,
       mcp: new GatewayMcpConnector(link),
       warnings,

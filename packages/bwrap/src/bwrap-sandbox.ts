@@ -58,7 +58,7 @@ const ETC_FILES = [
   'ld.so.conf',
   'ld.so.conf.d',
 ];
-const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+export const BASE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** The host's programs and libraries, read-only (links such as a merged /usr's /bin kept as links). */
 export function systemMounts(): string[] {
