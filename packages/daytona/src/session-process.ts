@@ -8,20 +8,56 @@ import { followCommandLogs, type OutputHandlers } from './log-stream.js';
 
 /**
  * Daytona's session commands take input as text and have no way to close a command's stdin, so a
- * process that needs input reads it through this relay: each write arrives as a line with a length
- * and then that many characters of base64 (`head -c` reads exactly those, in blocks), and a line `.`
- * is the end of input. The relay feeds a FIFO the command reads; when the command exits, the relay
- * goes too. $1 is the command line (run by `sh -c`).
+ * process that needs input reads it through this relay. Each write arrives as one of:
+ * - a line with a length, then that many characters of base64 (`head -c` reads exactly those, in
+ *   blocks): any bytes;
+ * - a line `=` and a count, then that many lines of printable ASCII, copied with the shell's own
+ *   `read` and `printf` (nothing started per write: a small text write, such as a gateway's frame,
+ *   costs no process in the sandbox);
+ * - a line `.`: the end of input.
+ * The relay feeds a FIFO the command reads; when the command exits, the relay goes too. $1 is the
+ * command line (run by `sh -c`).
  */
-const RELAY = `d=$(mktemp -d) && mkfifo "$d/in" || exit 1
+export const RELAY = `d=$(mktemp -d) && mkfifo "$d/in" || exit 1
 exec 3<&0
-( while IFS= read -r n; do [ "$n" = . ] && break; head -c "$n" | base64 -d || break; done <&3 >"$d/in" ) &
+( while IFS= read -r n; do
+  case "$n" in
+  .) break ;;
+  =*) k=\${n#=}; while [ "$k" -gt 0 ]; do IFS= read -r l || exit 0; printf '%s\\n' "$l"; k=$((k - 1)); done ;;
+  *) head -c "$n" | base64 -d || break ;;
+  esac
+done <&3 >"$d/in" ) &
 r=$!
 exec 3<&-
 sh -c "$1" sh <"$d/in" &
 c=$!
 wait "$c"; s=$?
 kill "$r" 2>/dev/null; rm -rf -- "$d"; exit "$s"`;
+
+/** Writes at most this big go as lines when they are printable ASCII lines (the shell reads a byte at a time). */
+const LINES_MAX_BYTES = 8 * 1024;
+
+/**
+ * How `data` goes through the relay: as lines (`=count`, then the lines) when it is small and
+ * printable ASCII ending in a newline, else as base64 after its length.
+ */
+export function relayFrame(data: Uint8Array): string {
+  if (data.byteLength > 0 && data.byteLength <= LINES_MAX_BYTES && data[data.byteLength - 1] === 0x0a) {
+    let lines = 0;
+    let printable = true;
+    for (const byte of data) {
+      if (byte === 0x0a) lines++;
+      else if (byte < 0x20 || byte > 0x7e) {
+        printable = false;
+        break;
+      }
+    }
+    if (printable)
+      return `=${lines}\n${Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('latin1')}`;
+  }
+  const encoded = Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
+  return `${encoded.length}\n${encoded}`;
+}
 
 /** Requests of input at most this big (raw bytes), however many writes they gather. */
 const BATCH_BYTES = 1024 * 1024;
@@ -142,10 +178,7 @@ export class SessionProcess {
         }
         this.pending.splice(0, batch.length);
         const data = Buffer.concat(batch.flatMap((item) => (item.bytes ? [item.bytes] : [])));
-        if (data.byteLength > 0) {
-          const encoded = data.toString('base64');
-          text += `${encoded.length}\n${encoded}`;
-        }
+        if (data.byteLength > 0) text += relayFrame(data);
         if (batch.at(-1)?.bytes === undefined) text += '.\n';
         try {
           if (this.ended) throw new Error('the process has exited');
