@@ -60,7 +60,20 @@ export async function openRemoteGateway(
 ): Promise<RemoteGatewaySession> {
   const { direct, workdir } = options;
   const complete = completeSandbox(direct);
-  const node = await provideNode(complete, await probeNode(complete, call), {
+  // The bundle goes in while the node is looked for: two round trips to the vendor side by side. A
+  // sandbox without node gets it all the same (a file of a few hundred kilobytes, then unused).
+  const installing = options
+    .bundle()
+    .then((bytes) => installGateway(complete, options.home, bytes, call))
+    .then(
+      (path) => ({ path }),
+      (error: unknown) => ({ error }),
+    );
+  const probed = await probeNode(complete, call).catch(async (error: unknown) => {
+    await installing;
+    throw error;
+  });
+  const node = await provideNode(complete, probed, {
     ...call,
     home: options.home,
     describe: options.describe,
@@ -70,12 +83,14 @@ export async function openRemoteGateway(
       problem: `${options.describe} has no node 18 or newer, and placing this host's node there failed: ${(error as Error).message}`,
     };
   });
+  const installed = await installing;
   if (node.path === undefined) {
     const reason = `${node.problem}. Meanwhile ${options.withoutGateway}`;
     warnings.push(reason);
     return { session: { sandbox: direct, workdir, warnings, noMcp: node.problem }, link: undefined };
   }
-  const bundle = await installGateway(complete, options.home, await options.bundle(), call);
+  if ('error' in installed) throw installed.error;
+  const bundle = installed.path;
   const launcher = (socket: GatewaySocketPlace) =>
     new GatewayLink(
       sandboxGatewayLauncher({

@@ -19,7 +19,8 @@ export async function makeDirectories(
     : paths;
   if (missing.length === 0) return;
   if (sandbox.native.mkdir) {
-    for (const path of missing) await sandbox.mkdir(path, { recursive: true, ...signalOf(options) });
+    // Side by side: each is recursive, so one making a parent another also makes is no conflict.
+    await Promise.all(missing.map((path) => sandbox.mkdir(path, { recursive: true, ...signalOf(options) })));
     return;
   }
   const result = await sandbox.exec(['mkdir', '-p', '--', ...missing], { cwd: '/', ...signalOf(options) });
