@@ -139,3 +139,23 @@ export function peerRow({ scenario, system, version, samplesMs, peakRssMB, missi
     note,
   };
 }
+
+/**
+ * Like {@link interleave}, for operations that leave something to tear down: each side's `run()`
+ * resolves to a function that undoes it, which is called untimed before the next operation.
+ */
+export async function interleaveWithTeardown({ subject, floor, iterations, warmup = 1 }) {
+  const subjectMs = [];
+  const floorMs = [];
+  for (let index = 0; index < warmup + iterations; index++) {
+    const order = index % 2 === 0 ? [subject, floor] : [floor, subject];
+    for (const fn of order) {
+      const started = performance.now();
+      const undo = await fn();
+      const elapsed = performance.now() - started;
+      await undo?.();
+      if (index >= warmup) (fn === subject ? subjectMs : floorMs).push(elapsed);
+    }
+  }
+  return { subjectMs, floorMs };
+}

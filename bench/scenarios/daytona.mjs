@@ -2,7 +2,7 @@ import { Daytona } from '@daytonaio/sdk';
 import { DaytonaWorkspace, deleteOwnedSandboxes } from '@ws/daytona';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { startDaytonaEmulator } from '@ws/emulators';
-import { interleave, median, metricRow, ratioRow } from '../harness.mjs';
+import { interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
 
 export const name = 'daytona';
 
@@ -33,6 +33,36 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
+    let sequence = 0;
+    const first = await interleaveWithTeardown({
+      subject: async () => {
+        const fresh = new DaytonaWorkspace({
+          ...connection,
+          owner,
+          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
+        });
+        await fresh.initialize();
+        const bash = (await fresh.listTools()).find((tool) => tool.name === 'Bash');
+        const result = await bash.call({ command: 'true' });
+        if (result.isError) throw new Error(JSON.stringify(result.content));
+        return () => fresh.destroy();
+      },
+      floor: async () => {
+        const sandbox = await daytona.create({ snapshot: 'default', labels: { 'ws.owner': owner } });
+        await sandbox.process.executeCommand('true');
+        return () => sandbox.delete();
+      },
+      iterations: Math.max(2, Math.min(5, Math.round(iterations / 80))),
+    });
+    rows.push(
+      ratioRow({
+        scenario: 'Daytona open + first command (emulator)',
+        subject: "new workspace: initialize(), Bash 'true'",
+        floor: "raw SDK daytona.create(), process.executeCommand('true')",
+        samples: first,
+        target: 1.3,
+      }),
+    );
     try {
       const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
       const raw = await daytona.get(workspace.sandboxId);

@@ -2,9 +2,16 @@ import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { E2BWorkspace, killOwnedSandboxes } from '@ws/e2b';
 import { startE2BEmulator } from '@ws/emulators';
 import { Sandbox } from 'e2b';
-import { interleave, median, metricRow, ratioRow } from '../harness.mjs';
+import { interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
 
 export const name = 'e2b';
+
+/** Runs `true` through a workspace's Bash tool. */
+async function bashTrue(workspace) {
+  const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
+  const result = await bash.call({ command: 'true' });
+  if (result.isError) throw new Error(JSON.stringify(result.content));
+}
 
 /**
  * Bash through the gateway against the raw SDK's `commands.run('true')`, both on the E2B emulator
@@ -36,6 +43,34 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
+    let sequence = 0;
+    const first = await interleaveWithTeardown({
+      subject: async () => {
+        const fresh = new E2BWorkspace({
+          ...connection,
+          owner,
+          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
+        });
+        await fresh.initialize();
+        await bashTrue(fresh);
+        return () => fresh.destroy();
+      },
+      floor: async () => {
+        const sandbox = await Sandbox.create('base', { ...connection, metadata: { 'ws.owner': owner } });
+        await sandbox.commands.run('true');
+        return () => sandbox.kill();
+      },
+      iterations: Math.max(2, Math.min(5, Math.round(iterations / 80))),
+    });
+    rows.push(
+      ratioRow({
+        scenario: 'E2B open + first command (emulator)',
+        subject: "new workspace: initialize(), Bash 'true'",
+        floor: "raw SDK Sandbox.create('base'), commands.run('true')",
+        samples: first,
+        target: 1.3,
+      }),
+    );
     try {
       const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
       const raw = await Sandbox.connect(workspace.sandboxId, connection);

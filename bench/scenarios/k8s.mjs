@@ -1,9 +1,9 @@
 import { Writable } from 'node:stream';
-import { Exec, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, Exec, KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { removeK8sEmulatorObjects, startK8sEmulator } from '@ws/emulators';
 import { K8sWorkspace } from '@ws/k8s';
-import { interleave, median, metricRow, ratioRow } from '../harness.mjs';
+import { interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
 
 export const name = 'k8s';
 
@@ -23,6 +23,29 @@ function rawExec(exec, namespace, pod) {
       })
       .catch(reject);
   });
+}
+
+/** A Pod as a caller without @ws makes it: created, waited for until it runs. */
+async function rawPod(core, image, name, owner) {
+  await core.createNamespacedPod({
+    namespace: 'default',
+    body: {
+      metadata: { name, labels: { 'ws.owner': owner } },
+      spec: {
+        containers: [
+          { name: 'workspace', image, command: ['sh', '-c', 'trap "exit 0" TERM; sleep infinity & wait'] },
+        ],
+        restartPolicy: 'Never',
+      },
+    },
+  });
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const pod = await core.readNamespacedPod({ namespace: 'default', name });
+    if (pod.status?.phase === 'Running') return;
+    if (Date.now() > deadline) throw new Error(`Pod ${name} did not run within 120 s`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
 
 /**
@@ -52,6 +75,39 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
+    const core = config.makeApiClient(CoreV1Api);
+    const exec = new Exec(config);
+    let sequence = 0;
+    const first = await interleaveWithTeardown({
+      subject: async () => {
+        const fresh = new K8sWorkspace({
+          ...options,
+          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
+        });
+        workspaces.push(fresh);
+        await fresh.initialize();
+        const bash = (await fresh.listTools()).find((tool) => tool.name === 'Bash');
+        const result = await bash.call({ command: 'true' });
+        if (result.isError) throw new Error(JSON.stringify(result.content));
+        return () => fresh.destroy();
+      },
+      floor: async () => {
+        const name = `raw-${sequence++}-${Date.now().toString(36)}`;
+        await rawPod(core, image, name, options.owner);
+        await rawExec(exec, 'default', name);
+        return () => core.deleteNamespacedPod({ namespace: 'default', name, gracePeriodSeconds: 0 });
+      },
+      iterations: Math.max(2, Math.min(5, Math.round(iterations / 80))),
+    });
+    rows.push(
+      ratioRow({
+        scenario: 'Kubernetes open + first command (emulator)',
+        subject: "new workspace: initialize() (Pod, claim, policy), Bash 'true'",
+        floor: "client-node: create a Pod, wait until it runs, Exec 'true'",
+        samples: first,
+        target: 1.3,
+      }),
+    );
     const attachStarted = performance.now();
     const again = new K8sWorkspace({ ...options, workspaceId: workspace.id });
     workspaces.push(again);
@@ -59,7 +115,6 @@ export async function run({ iterations }) {
     const attached = performance.now() - attachStarted;
     await again.close().catch(() => {});
     const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
-    const exec = new Exec(config);
     const samples = await interleave({
       subject: async () => {
         const result = await bash.call({ command: 'true' });

@@ -2,7 +2,7 @@ import { Sandbox } from '@alibaba-group/opensandbox';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { startOpenSandboxEmulator } from '@ws/emulators';
 import { killOwnedSandboxes, OpenSandboxWorkspace } from '@ws/opensandbox';
-import { interleave, median, metricRow, ratioRow } from '../harness.mjs';
+import { interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
 
 export const name = 'opensandbox';
 
@@ -33,6 +33,44 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
+    let sequence = 0;
+    const first = await interleaveWithTeardown({
+      subject: async () => {
+        const fresh = new OpenSandboxWorkspace({
+          ...connection,
+          image,
+          owner,
+          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
+        });
+        await fresh.initialize();
+        const bash = (await fresh.listTools()).find((tool) => tool.name === 'Bash');
+        const result = await bash.call({ command: 'true' });
+        if (result.isError) throw new Error(JSON.stringify(result.content));
+        return () => fresh.destroy();
+      },
+      floor: async () => {
+        const sandbox = await Sandbox.create({
+          connectionConfig: connection,
+          image,
+          metadata: { 'ws.owner': owner },
+        });
+        await sandbox.commands.run('true');
+        return async () => {
+          await sandbox.kill();
+          await sandbox.close();
+        };
+      },
+      iterations: Math.max(2, Math.min(5, Math.round(iterations / 80))),
+    });
+    rows.push(
+      ratioRow({
+        scenario: 'OpenSandbox open + first command (emulator)',
+        subject: "new workspace: initialize(), Bash 'true'",
+        floor: "raw SDK Sandbox.create(), commands.run('true')",
+        samples: first,
+        target: 1.3,
+      }),
+    );
     try {
       const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
       const raw = await Sandbox.connect({ sandboxId: workspace.sandboxId, connectionConfig: connection });
