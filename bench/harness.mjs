@@ -159,3 +159,10 @@ export async function interleaveWithTeardown({ subject, floor, iterations, warmu
   }
   return { subjectMs, floorMs };
 }
+
+/** Runs `true` through a workspace's Bash tool; throws what the tool reported as an error. */
+export async function bashTrue(workspace) {
+  const bash = (await workspace.listTools()).find((tool) => tool.name === 'Bash');
+  const result = await bash.call({ command: 'true' });
+  if (result.isError) throw new Error(JSON.stringify(result.content));
+}

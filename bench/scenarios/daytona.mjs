@@ -2,7 +2,7 @@ import { Daytona } from '@daytonaio/sdk';
 import { DaytonaWorkspace, deleteOwnedSandboxes } from '@ws/daytona';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { startDaytonaEmulator } from '@ws/emulators';
-import { interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
+import { bashTrue, interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
 
 export const name = 'daytona';
 
@@ -42,9 +42,7 @@ export async function run({ iterations }) {
           workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
         });
         await fresh.initialize();
-        const bash = (await fresh.listTools()).find((tool) => tool.name === 'Bash');
-        const result = await bash.call({ command: 'true' });
-        if (result.isError) throw new Error(JSON.stringify(result.content));
+        await bashTrue(fresh);
         return () => fresh.destroy();
       },
       floor: async () => {
@@ -83,7 +81,7 @@ export async function run({ iterations }) {
           subject: "Bash 'true' (gateway over a session command's logs)",
           floor: "raw SDK process.executeCommand('true')",
           samples,
-          target: 0.5,
+          target: 1.2,
         }),
         metricRow({
           scenario: 'Daytona open (emulator, new sandbox)',

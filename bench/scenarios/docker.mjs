@@ -116,7 +116,7 @@ export async function run({ iterations }) {
         subject: 'open, exec true, close',
         floor: 'Engine API create, start, exec, remove',
         samples: life,
-        target: 1.3,
+        target: 1.2,
       }),
       metricRow({
         scenario: 'Docker cold start (image present)',
