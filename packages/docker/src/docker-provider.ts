@@ -247,7 +247,7 @@ export class DockerProvider implements Provider {
     // Not waited for: the first calls go through the Engine API while it starts.
     link.startInBackground();
     return {
-      sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: true }),
+      sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: true, awaitStart: true }),
       workdir: CONTAINER_WORKDIR,
       mcp: new GatewayMcpConnector(link),
       oomKills,
