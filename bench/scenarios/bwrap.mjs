@@ -7,11 +7,14 @@ import { interleave, median, metricRow, ratioRow } from '../harness.mjs';
 
 export const name = 'bwrap';
 
+// The bare sandbox's argv asks bwrap for its JSON status on fd 3, as the workspace reads it: given no
+// such descriptor, bwrap fails to write it and never exits.
 function spawnAndWait(argv) {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
     child.stdout.on('data', () => {});
     child.stderr.on('data', () => {});
+    child.stdio[3].on('data', () => {});
     child.once('error', reject);
     child.once('close', resolve);
   });

@@ -164,6 +164,9 @@ function limitFiles(
 /** Files that a kernel without swap accounting does not have; everything else must be written. */
 const OPTIONAL_FILES = new Set(['memory.memsw.limit_in_bytes', 'memory.swap.max']);
 
+/** The parents (by controller) a process of this host process was moved into a cgroup under. */
+const joinableParents = new Set<string>();
+
 /** Makes `<hierarchy>/ws`, and on cgroup v2 hands the controllers down to the workspaces under it. */
 async function ensureParent(layout: CgroupLayout, controllers: readonly CgroupController[]): Promise<void> {
   for (const parent of new Set(controllers.map((controller) => layout.parents[controller] as string)))
@@ -288,13 +291,17 @@ export class WorkspaceCgroup {
             if (!(error.code === 'ENOENT' && OPTIONAL_FILES.has(file))) throw error;
           },
         );
-      // The whole path once, before any sandbox depends on it (a delegation can allow creating a
-      // cgroup but not moving processes into it).
-      await promisify(execFile)('/bin/sh', joinCgroupArgv(cgroup.procs, ['true']).slice(1), {
-        timeout: 10_000,
-      }).catch((error: { stderr?: string; message: string }) => {
-        throw new Error((error.stderr || error.message).trim());
-      });
+      // The whole path once per parent, before any sandbox depends on it (a delegation can allow
+      // creating a cgroup but not moving processes into it).
+      const parents = JSON.stringify(controllers.map((controller) => layout.parents[controller]));
+      if (!joinableParents.has(parents)) {
+        await promisify(execFile)('/bin/sh', joinCgroupArgv(cgroup.procs, ['true']).slice(1), {
+          timeout: 10_000,
+        }).catch((error: { stderr?: string; message: string }) => {
+          throw new Error((error.stderr || error.message).trim());
+        });
+        joinableParents.add(parents);
+      }
     } catch (error) {
       await cgroup.remove().catch(() => {});
       throw error;

@@ -95,6 +95,21 @@ async function systemNode(): Promise<{ path: string; version: string } | undefin
 
 const healthyBwrap = new Set<string>();
 
+let bundleRead: Promise<{ bundle: Uint8Array; name: string }> | undefined;
+
+/** The gateway bundle this package ships and its content-addressed name, read once per process. */
+function gatewayBundle(): Promise<{ bundle: Uint8Array; name: string }> {
+  bundleRead ??= readGatewayAsset(import.meta.url).then((bundle) => ({
+    bundle,
+    name: gatewayBundleName(bundle),
+  }));
+  // A bundle missing now (not built yet) is looked for again next time.
+  bundleRead.catch(() => {
+    bundleRead = undefined;
+  });
+  return bundleRead;
+}
+
 /** bwrap runs here and can build a sandbox (user namespaces allowed), or the reason it cannot. */
 export function bubblewrapProblem(bwrapPath = 'bwrap'): string | undefined {
   if (process.platform !== 'linux') return `bubblewrap needs Linux, this is ${process.platform}`;
@@ -294,8 +309,7 @@ export class BwrapProvider implements Provider {
     }
     await privateHostDir(runtimeDir);
     const home = await privateHostDir(join(runtimeDir, 'gateway'));
-    const bundle = await readGatewayAsset(import.meta.url);
-    const name = gatewayBundleName(bundle);
+    const { bundle, name } = await gatewayBundle();
     if (!existsSync(join(home, name))) {
       const temporary = join(home, `${name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
       await writeFile(temporary, bundle, { mode: 0o644 });
