@@ -37,7 +37,7 @@ const embedMcp: Plugin = {
         contents: [
           `const source = ${JSON.stringify(source)};`,
           'export function loadMcp() {',
-          "  return import(`data:text/javascript;base64,${Buffer.from(source).toString('base64')}`);",
+          "  return import('data:text/javascript;base64,' + Buffer.from(source).toString('base64'));",
           '}',
         ].join('\n'),
       };

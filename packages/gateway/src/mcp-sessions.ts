@@ -75,9 +75,7 @@ export class McpSessions {
   }
 
   private mcpConnector(): Promise<McpConnector> {
-    this.connector ??= loadMcp().then(
-      ({ HostMcpConnector }) => new HostMcpConnector({ cwd: this.workdir }),
-    );
+    this.connector ??= loadMcp().then(({ HostMcpConnector }) => new HostMcpConnector({ cwd: this.workdir }));
     return this.connector;
   }
 }
