@@ -166,3 +166,17 @@ export async function bashTrue(workspace) {
   const result = await bash.call({ command: 'true' });
   if (result.isError) throw new Error(JSON.stringify(result.content));
 }
+
+/**
+ * The subject of an "open + first command" row: a new workspace from `make(workspaceId)` (a fresh id
+ * each time), initialized, `true` run through its Bash tool; resolves to its destroy().
+ */
+export function freshFirstCommand(make) {
+  let sequence = 0;
+  return async () => {
+    const fresh = make(`bench-first-${sequence++}-${Date.now().toString(36)}`);
+    await fresh.initialize();
+    await bashTrue(fresh);
+    return () => fresh.destroy();
+  };
+}

@@ -2,7 +2,14 @@ import { Daytona } from '@daytonaio/sdk';
 import { DaytonaWorkspace, deleteOwnedSandboxes } from '@ws/daytona';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { startDaytonaEmulator } from '@ws/emulators';
-import { bashTrue, interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
+import {
+  freshFirstCommand,
+  interleave,
+  interleaveWithTeardown,
+  median,
+  metricRow,
+  ratioRow,
+} from '../harness.mjs';
 
 export const name = 'daytona';
 
@@ -33,18 +40,10 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
-    let sequence = 0;
     const first = await interleaveWithTeardown({
-      subject: async () => {
-        const fresh = new DaytonaWorkspace({
-          ...connection,
-          owner,
-          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
-        });
-        await fresh.initialize();
-        await bashTrue(fresh);
-        return () => fresh.destroy();
-      },
+      subject: freshFirstCommand(
+        (workspaceId) => new DaytonaWorkspace({ ...connection, owner, workspaceId }),
+      ),
       floor: async () => {
         const sandbox = await daytona.create({ snapshot: 'default', labels: { 'ws.owner': owner } });
         await sandbox.process.executeCommand('true');

@@ -2,7 +2,14 @@ import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { E2BWorkspace, killOwnedSandboxes } from '@ws/e2b';
 import { startE2BEmulator } from '@ws/emulators';
 import { Sandbox } from 'e2b';
-import { bashTrue, interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
+import {
+  freshFirstCommand,
+  interleave,
+  interleaveWithTeardown,
+  median,
+  metricRow,
+  ratioRow,
+} from '../harness.mjs';
 
 export const name = 'e2b';
 
@@ -36,18 +43,8 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
-    let sequence = 0;
     const first = await interleaveWithTeardown({
-      subject: async () => {
-        const fresh = new E2BWorkspace({
-          ...connection,
-          owner,
-          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
-        });
-        await fresh.initialize();
-        await bashTrue(fresh);
-        return () => fresh.destroy();
-      },
+      subject: freshFirstCommand((workspaceId) => new E2BWorkspace({ ...connection, owner, workspaceId })),
       floor: async () => {
         const sandbox = await Sandbox.create('base', { ...connection, metadata: { 'ws.owner': owner } });
         await sandbox.commands.run('true');

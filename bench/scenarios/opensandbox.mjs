@@ -2,7 +2,14 @@ import { Sandbox } from '@alibaba-group/opensandbox';
 import { DEFAULT_DOCKER_IMAGE, dockerProblem } from '@ws/docker';
 import { startOpenSandboxEmulator } from '@ws/emulators';
 import { killOwnedSandboxes, OpenSandboxWorkspace } from '@ws/opensandbox';
-import { bashTrue, interleave, interleaveWithTeardown, median, metricRow, ratioRow } from '../harness.mjs';
+import {
+  freshFirstCommand,
+  interleave,
+  interleaveWithTeardown,
+  median,
+  metricRow,
+  ratioRow,
+} from '../harness.mjs';
 
 export const name = 'opensandbox';
 
@@ -33,19 +40,10 @@ export async function run({ iterations }) {
       opened.push(performance.now() - started);
       if (round < 2) await workspace.destroy();
     }
-    let sequence = 0;
     const first = await interleaveWithTeardown({
-      subject: async () => {
-        const fresh = new OpenSandboxWorkspace({
-          ...connection,
-          image,
-          owner,
-          workspaceId: `bench-first-${sequence++}-${Date.now().toString(36)}`,
-        });
-        await fresh.initialize();
-        await bashTrue(fresh);
-        return () => fresh.destroy();
-      },
+      subject: freshFirstCommand(
+        (workspaceId) => new OpenSandboxWorkspace({ ...connection, image, owner, workspaceId }),
+      ),
       floor: async () => {
         const sandbox = await Sandbox.create({
           connectionConfig: connection,
