@@ -28,7 +28,7 @@ import type { McpConnector } from './mcp-connector.js';
 import { withOomReports } from './oom-report.js';
 import { type CheckedPackages, checkPackages, installPackages } from './packages.js';
 import { completeSandbox } from './posix-fallbacks.js';
-import type { Provider } from './provider.js';
+import type { Provider, ProviderSession } from './provider.js';
 
 /** Options of {@link WorkspaceEngine}: the common ones plus the backend's provider. */
 export interface WorkspaceEngineOptions<P extends Provider = Provider> extends CommonWorkspaceOptions {
@@ -51,8 +51,8 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   private currentState: WorkspaceState = 'created';
   private sandbox: CompleteSandbox | undefined;
   private mcpConnector: McpConnector | undefined;
-  /** Why the open sandbox cannot run MCP servers, when its backend said. */
-  private noMcp: string | undefined;
+  /** The backend's session of the open sandbox. */
+  private session: ProviderSession | undefined;
   private openedWorkdir: string | undefined;
   private initializing: Promise<void> | undefined;
   private closing: Promise<void> | undefined;
@@ -86,7 +86,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     this.offload = new OffloadStore(sandbox, paths);
     this.skills = new SkillStore(sandbox, paths, [...(options.skillPaths ?? [])]);
     this.mcp = new McpRegistry({
-      connector: () => this.mcpConnector,
+      connector: () => (this.noMcp === undefined ? this.mcpConnector : undefined),
       unavailable: () => this.noMcp,
       backend: this.provider.backend,
       defaults: options.defaultMcps ?? [],
@@ -136,7 +136,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       backend: this.provider.backend,
       persistent: this.provider.persistent,
       isolation: this.provider.isolation,
-      mcp: this.sandbox ? this.mcpConnector !== undefined : this.provider.mcp,
+      mcp: this.sandbox ? this.mcpConnector !== undefined && this.noMcp === undefined : this.provider.mcp,
       sandbox: this.sandbox?.capabilities ?? {
         stat: true,
         list: true,
@@ -156,6 +156,14 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
    */
   get warnings(): readonly string[] {
     return [...this.sessionWarnings, ...this.packageWarnings, ...this.seedWarnings, ...this.mcp.warnings];
+  }
+
+  /**
+   * Why the open sandbox cannot run MCP servers, when its backend said: read live, as a backend whose
+   * gateway starts after the opening learns it then.
+   */
+  private get noMcp(): string | undefined {
+    return this.session?.noMcp;
   }
 
   /** The absolute paths of the workdir's layout entries. */
@@ -183,27 +191,40 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       const sandbox = withBoundedReads(completeSandbox(session.sandbox));
       this.sandbox = session.oomKills ? await withOomReports(sandbox, session.oomKills) : sandbox;
       this.mcpConnector = session.mcp;
-      this.noMcp = session.noMcp;
+      this.session = session;
       this.openedWorkdir = session.workdir;
       this.sessionWarnings = session.warnings ?? [];
       throwIfAborted(options.signal);
-      // A workdir without skills/.seed may hold skills of the older flat layout, moved in by prepare.
-      // Looked at only where looking costs less than the listing it saves.
+      // Read (never run) side by side with the layout: a workdir not made yet has no `.mcp`.
+      const restoring = this.mcp.restore().then(
+        () => undefined,
+        (error: unknown) => ({ error }),
+      );
+      // A workdir with skills/ but without skills/.seed may hold skills of the older flat layout,
+      // moved in by prepare. Looked at only where looking costs less than the listing it saves.
       const flatSkills =
-        !this.sandbox.native.stat || !(await this.sandbox.exists(this.paths.skillSeedDir, options));
+        !this.sandbox.native.stat ||
+        (
+          await Promise.all([
+            this.sandbox.exists(this.paths.skillSeedDir, options).then((seeded) => !seeded),
+            this.sandbox.exists(this.paths.skillsDir, options),
+          ])
+        ).every(Boolean);
       await this.layOut(options);
       // Before anything else runs in the sandbox (a restored MCP server may need a package).
       if (this.packages)
         this.packageWarnings = (
           await installPackages(this.sandbox, this.id, this.packages, signalOf(options))
         ).warnings;
-      await this.mcp.restore();
+      const restored = await restoring;
+      if (restored) throw restored.error;
       this.seedWarnings = await this.skills.prepare({ ...options, flatSkills });
       throwIfAborted(options.signal);
       this.currentState = 'ready';
     } catch (error) {
       this.sandbox = undefined;
       this.mcpConnector = undefined;
+      this.session = undefined;
       this.openedWorkdir = undefined;
       await this.provider.close({}).catch(() => {});
       this.currentState = 'created';
@@ -222,6 +243,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     this.skills.forgetEquipped();
     this.sandbox = undefined;
     this.mcpConnector = undefined;
+    this.session = undefined;
     this.currentState = 'created';
   }
 
@@ -244,6 +266,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       this.skills.forgetEquipped();
       this.sandbox = undefined;
       this.mcpConnector = undefined;
+      this.session = undefined;
       this.currentState = 'closed';
     }
   }

@@ -9,7 +9,13 @@ export async function makeDirectories(
   paths: readonly string[],
   options: CallOptions = {},
 ): Promise<void> {
-  // Where looking costs less than a command, only what is missing is made (usually nothing).
+  // A native recursive mkdir costs what a look does: each is made (side by side; one making a parent
+  // another also makes is no conflict). Otherwise, where looking costs less than a command, only what
+  // is missing is made (usually nothing), in one command.
+  if (sandbox.native.mkdir) {
+    await Promise.all(paths.map((path) => sandbox.mkdir(path, { recursive: true, ...signalOf(options) })));
+    return;
+  }
   const missing = sandbox.native.stat
     ? (
         await Promise.all(
@@ -18,11 +24,6 @@ export async function makeDirectories(
       ).filter((path): path is string => path !== undefined)
     : paths;
   if (missing.length === 0) return;
-  if (sandbox.native.mkdir) {
-    // Side by side: each is recursive, so one making a parent another also makes is no conflict.
-    await Promise.all(missing.map((path) => sandbox.mkdir(path, { recursive: true, ...signalOf(options) })));
-    return;
-  }
   const result = await sandbox.exec(['mkdir', '-p', '--', ...missing], { cwd: '/', ...signalOf(options) });
   if (result.exitCode !== 0) {
     throw new WsError('BACKEND_ERROR', `Creating ${paths.join(', ')} failed: ${result.stderrText.trim()}`, {
