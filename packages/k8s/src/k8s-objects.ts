@@ -19,6 +19,7 @@ import { httpCode, statusOf, translateK8sError } from './errors.js';
 import { belongsTo, MANAGED_BY, MANAGED_BY_LABEL, workspaceKey, workspaceLabels } from './names.js';
 import { networkPolicyManifest, type PodUser } from './pod-policy.js';
 import { CONTAINER_NAME, podManifest } from './pod-spec.js';
+import type { PodChanges } from './pod-watch.js';
 
 /** Waiting reasons and conditions that will not pass by themselves: initialize fails at once on them. */
 const FATAL_WAITING = new Set([
@@ -73,6 +74,24 @@ const sleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', aborted, { once: true });
   });
 
+/** Sleeps `ms`, or less when `changes` reports a change first. */
+async function sleepOrChange(
+  ms: number,
+  changes: PodChanges | undefined,
+  signal?: AbortSignal,
+): Promise<void> {
+  if (!changes) return sleep(ms, signal);
+  const cut = new AbortController();
+  const slept = sleep(ms, signal ? AbortSignal.any([signal, cut.signal]) : cut.signal);
+  try {
+    await Promise.race([slept, changes.next()]);
+  } finally {
+    cut.abort();
+    await slept.catch(() => {});
+  }
+  throwIfAborted(signal);
+}
+
 /**
  * A spec as JSON with its keys sorted and its empty lists left out: the API server writes no empty
  * list (omitempty) and the client orders a model's keys its own way, so the same spec read back is
@@ -100,6 +119,8 @@ export class WorkspaceObjects {
     readonly name: string,
     private readonly workspaceId: string,
     private readonly settings: PodSettings,
+    /** Watches this Pod while it starts (see `watchPod`); without it, its start is polled only. */
+    private readonly watch?: (timeoutMs: number) => PodChanges,
   ) {}
 
   private metadata() {
@@ -290,6 +311,20 @@ export class WorkspaceObjects {
 
   /** Polls the Pod until it runs; `created`: delete it on a failure that will not pass. */
   private async waitRunning(created: boolean, signal?: AbortSignal): Promise<void> {
+    // Read again as soon as the API server reports a change; polled all the same.
+    const changes = this.watch?.(this.settings.timeoutMs);
+    try {
+      await this.pollRunning(created, changes, signal);
+    } finally {
+      changes?.stop();
+    }
+  }
+
+  private async pollRunning(
+    created: boolean,
+    changes: PodChanges | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const deadline = Date.now() + this.settings.timeoutMs;
     let delay = 100;
     for (;;) {
@@ -342,7 +377,7 @@ export class WorkspaceObjects {
           { details: { pod: this.name, reason: waiting?.reason } },
         );
       }
-      await sleep(delay, signal);
+      await sleepOrChange(delay, changes, signal);
       delay = Math.min(1_000, Math.round(delay * 1.5));
     }
   }
