@@ -17,7 +17,7 @@ export {
 } from './gateway/client.js';
 export { GatewayMcpConnector } from './gateway/gateway-mcp.js';
 export type { GatewaySandboxOptions } from './gateway/gateway-sandbox.js';
-export { GatewaySandbox } from './gateway/gateway-sandbox.js';
+export { DEFERRED_GATEWAY_START, GatewaySandbox } from './gateway/gateway-sandbox.js';
 export type { HostNode, ProvidedNode, ProvideNodeOptions } from './gateway/host-node.js';
 export { hostNode, provideNode } from './gateway/host-node.js';
 export {
@@ -46,5 +46,11 @@ export { openRemoteGateway } from './gateway/remote.js';
 export type { RemoteAttachmentOptions, RemoteDirectSandbox } from './gateway/remote-attachment.js';
 export { RemoteAttachment } from './gateway/remote-attachment.js';
 export type { GatewaySocketPlace, ProxiedEndpoint, SandboxGatewayOptions } from './gateway/start.js';
-export { STDIO_IDLE_EXIT_MS, STDIO_PING_MS, sandboxGatewayLauncher } from './gateway/start.js';
+export {
+  preparedLauncher,
+  refusingLauncher,
+  STDIO_IDLE_EXIT_MS,
+  STDIO_PING_MS,
+  sandboxGatewayLauncher,
+} from './gateway/start.js';
 export { normalizeMcpSpec } from './internal/mcp/spec.js';

@@ -138,6 +138,8 @@ export class DaytonaProvider implements Provider {
               home: `${home}/.ws`,
               via: 'the toolbox',
               describe: this.options.image ? `the image ${this.options.image}` : 'the sandbox',
+              // The vendor's command output is bytes: the gateway starts once the workspace is in use.
+              directOutput: 'bytes',
               withoutGateway:
                 'commands and files go through the toolbox directly (spawn is unavailable), and MCP servers cannot run',
             },

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { type CallOptions, WsError } from '@ws/core';
+import { type CallOptions, isWsError, WsError } from '@ws/core';
 import {
   assertDeletableHostDir,
   cgroupOomKills,
@@ -21,12 +21,14 @@ import {
   WS_LABELS,
 } from '@ws/core/backend';
 import {
+  DEFERRED_GATEWAY_START,
   GatewayLink,
   GatewayMcpConnector,
   GatewaySandbox,
   type HostNode,
   installGateway,
   type ProvidedNode,
+  preparedLauncher,
   provideNode,
   readGatewayAsset,
 } from '@ws/core/gateway';
@@ -227,29 +229,49 @@ export class DockerProvider implements Provider {
           `${node.problem}. Meanwhile commands and files go through the Engine API, and MCP servers cannot run`,
         ],
       };
-    // Placed with the container when this object created it; otherwise one look finds it there.
-    const bundlePath = await installGateway(
-      completeSandbox(sandbox),
-      GATEWAY_HOME,
-      await this.bundle(),
-      options,
-    );
+    const nodePath = node.path;
     const link = new GatewayLink(
-      dockerGatewayLauncher(sandbox, {
-        shared,
-        sockets,
-        node: node.path,
-        bundlePath,
-        channel: this.options.gatewayChannel,
-      }),
+      // The bundle goes in at the first launch (placed with the container when this object created
+      // it; otherwise one look finds it there).
+      preparedLauncher(async ({ signal }) =>
+        dockerGatewayLauncher(sandbox, {
+          shared,
+          sockets,
+          node: nodePath,
+          bundlePath: await installGateway(
+            completeSandbox(sandbox),
+            GATEWAY_HOME,
+            await this.bundle(),
+            signal ? { signal } : {},
+          ),
+          channel: this.options.gatewayChannel,
+        }),
+      ),
     );
     this.link = link;
-    // Not waited for: the first calls go through the Engine API while it starts.
-    link.startInBackground();
+    const warnings: string[] = [];
+    let warned = false;
     return {
-      sandbox: new GatewaySandbox({ direct: sandbox, link, routeExec: true, awaitStart: true }),
+      // The gateway starts once the workspace is in use; until then the Engine API carries the calls,
+      // so a container opened for a command or two pays for no node in it.
+      sandbox: new GatewaySandbox({
+        direct: sandbox,
+        link,
+        routeExec: true,
+        deferStart: {
+          ...DEFERRED_GATEWAY_START,
+          failed: (error) => {
+            if (warned || (isWsError(error) && error.code === 'DISPOSED')) return;
+            warned = true;
+            warnings.push(
+              `The gateway did not start, so calls go through the Engine API (it is tried again later): ${(error as Error).message}`,
+            );
+          },
+        },
+      }),
       workdir: CONTAINER_WORKDIR,
       mcp: new GatewayMcpConnector(link),
+      warnings,
       oomKills,
     };
   }

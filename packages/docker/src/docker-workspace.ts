@@ -168,15 +168,17 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
     return this.provider.attachMs;
   }
 
-  /** Milliseconds the gateway took to start, once it answered (it starts in the background at initialize). */
+  /** Milliseconds the gateway took to start, once it answered (it starts once the workspace is in use). */
   get gatewayStartMs(): number | undefined {
     return this.provider.gatewayStartMs;
   }
 
   /**
-   * Waits for the in-container gateway (MCP, fast calls), which starts in the background at
-   * `initialize()`: resolves with its start time in milliseconds, or undefined when this workspace
-   * runs none. @throws WsError `BACKEND_UNAVAILABLE` when it cannot start.
+   * Starts the in-container gateway (MCP, fast calls) if it has not started, and waits for it. It
+   * starts by itself once the workspace has had no call for a moment or has made a few (see
+   * `DEFERRED_GATEWAY_START`), or at the first MCP server; until then calls go through the Engine
+   * API. Resolves with its start time in milliseconds, or undefined when this workspace runs none.
+   * @throws WsError `BACKEND_UNAVAILABLE` when it cannot start.
    */
   gatewayReady(options: { signal?: AbortSignal } = {}): Promise<number | undefined> {
     return this.provider.gatewayReady(options);

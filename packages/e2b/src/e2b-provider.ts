@@ -191,6 +191,8 @@ export class E2BProvider implements Provider {
               home: GATEWAY_HOME,
               via: 'envd',
               describe: `the template ${template}`,
+              // The vendor's command output is text: commands wait for the gateway, which carries bytes.
+              directOutput: 'text',
               withoutGateway:
                 'commands and files go through envd directly (command output is decoded as text), and MCP servers cannot run',
             },

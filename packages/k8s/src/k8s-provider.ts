@@ -17,6 +17,7 @@ import type { K8sWorkspaceOptions } from './k8s-workspace.js';
 import { objectName } from './names.js';
 import { hasMemoryLimit, type PodPolicy } from './pod-policy.js';
 import { CONTAINER_NAME } from './pod-spec.js';
+import { watchPod } from './pod-watch.js';
 
 /** Where the gateway bundle goes inside the Pod (its own disk: a new Pod gets it again). */
 const GATEWAY_HOME = '/tmp/.ws';
@@ -116,6 +117,7 @@ export class K8sProvider implements Provider {
         owner: options.owner ?? 'ws',
         timeoutMs: options.startTimeoutMs,
       },
+      (timeoutMs) => watchPod(config, namespace, objectName(workspaceId), timeoutMs),
     );
     return this.objects;
   }
@@ -128,9 +130,11 @@ export class K8sProvider implements Provider {
     const objects = this.identify(options.workspaceId);
     // Both create by name (an existing object is used): safe to send again when the API server fails.
     const retry = { safe: true, ...(options.signal ? { signal: options.signal } : {}) };
-    await withRetry(() => objects.ensureClaim(options.signal), retry);
-    // Before the Pod: it never runs without the network policy asked for.
-    await withRetry(() => objects.ensureNetworkPolicy(), retry);
+    // Side by side, both before the Pod: it never runs without the network policy asked for.
+    await Promise.all([
+      withRetry(() => objects.ensureClaim(options.signal), retry),
+      withRetry(() => objects.ensureNetworkPolicy(), retry),
+    ]);
     const { created } = await withRetry(() => objects.ensurePod(options.signal), retry);
     this.createdPod = created;
     this.attachMs = performance.now() - began;
@@ -156,6 +160,8 @@ export class K8sProvider implements Provider {
               home: GATEWAY_HOME,
               via: 'exec',
               describe: `the image ${this.options.image}`,
+              // The vendor's command output is bytes: the gateway starts once the workspace is in use.
+              directOutput: 'bytes',
               withoutGateway: 'commands and files go through exec directly, and MCP servers cannot run',
             },
       assetUrl: import.meta.url,

@@ -229,6 +229,8 @@ export class OpenSandboxProvider implements Provider {
                 };
               },
               describe: `the image ${image}`,
+              // The vendor's command output is text: commands wait for the gateway, which carries bytes.
+              directOutput: 'text',
               withoutGateway:
                 'commands and files go through execd directly (command output is decoded as text), and MCP servers cannot run',
             },

@@ -16,7 +16,11 @@ export interface ProviderSession {
   readonly workdir: string;
   /** Where this backend runs MCP servers now; absent when it cannot (MCP calls then fail with `CAPABILITY_UNSUPPORTED`). */
   readonly mcp?: McpConnector | undefined;
-  /** Why `mcp` is absent, when the backend knows (no node runs in the sandbox): part of the MCP calls' error. */
+  /**
+   * Why `mcp` is absent or cannot run servers, when the backend knows (no node runs in the sandbox):
+   * part of the MCP calls' error. Read live: a backend whose gateway starts after the opening may
+   * learn it then.
+   */
   readonly noMcp?: string | undefined;
   /** What went wrong but did not stop the opening (several sandboxes matched the id, no gateway); shown in `warnings`. */
   readonly warnings?: readonly string[] | undefined;

@@ -29,7 +29,7 @@ import {
   parseGatewayJson,
   readText,
 } from './client.js';
-import type { GatewayLink } from './link.js';
+import { GATEWAY_START_TIMEOUT_MS, type GatewayLink } from './link.js';
 import type { GatewayExecFrame, GatewayExecRequest, GatewayFileOp } from './protocol.js';
 
 /** Options of {@link GatewaySandbox}. */
@@ -43,11 +43,26 @@ export interface GatewaySandboxOptions {
   /** Refuses paths this backend must not touch (throws a WsError); runs before every file operation. */
   checkPath?: (absolutePath: string) => void;
   /**
-   * Wait for a gateway that is starting instead of going the direct way meanwhile: worth it where the
-   * gateway starts in about the time of a few direct calls (a local process sandbox, whose direct
-   * calls each spawn a sandbox). A failed start still falls back to the direct way.
+   * Which calls wait for a gateway that is starting instead of going the direct way meanwhile:
+   * - `true`, all: worth it where the gateway starts in about the time of a few direct calls (a local
+   *   process sandbox, whose direct calls each spawn a sandbox);
+   * - `'commands'`: commands, and listings where the direct sandbox lists through a command: for a
+   *   backend whose own command output is text (bytes that are not UTF-8 lost), so that only its
+   *   native file calls go direct meanwhile.
+   * A failed start still falls back to the direct way.
    */
-  awaitStart?: boolean;
+  awaitStart?: boolean | 'commands';
+  /**
+   * Start the gateway only in the background, once no call has begun for `afterIdleMs` or after
+   * `afterCalls` calls, whichever comes first; until then calls go the direct way. For a backend
+   * whose direct calls cost about what the gateway's do, so that a workspace's first calls do not
+   * wait for it. A failed start is passed to `failed` and tried again on a later call.
+   */
+  deferStart?: {
+    readonly afterIdleMs: number;
+    readonly afterCalls: number;
+    readonly failed?: (error: unknown) => void;
+  };
 }
 
 // The longest line of a command's output stream: a frame holds one base64 chunk, far below this.
@@ -55,6 +70,14 @@ const MAX_FRAME_CHARS = 16 * 1024 * 1024;
 // How long after a command's own timeout its answer may take (the gateway's kill grace, a slow
 // transport) before the call fails as stalled.
 const EXEC_ANSWER_GRACE_MS = 10_000;
+/**
+ * When a deferred gateway starts (see `GatewaySandboxOptions.deferStart`): once the sandbox has had
+ * no call for this long (an agent's model turn), or after this many calls, whichever comes first; an
+ * MCP server's start waits for neither. Until then calls go the backend's direct way, so opening a
+ * workspace and running its first commands pay for no node in the sandbox.
+ */
+export const DEFERRED_GATEWAY_START = { afterIdleMs: 250, afterCalls: 16 } as const;
+
 // After a launch fails, file and command calls use the direct path for this long before trying again.
 const RELAUNCH_BACKOFF_MS = 30_000;
 
@@ -67,6 +90,17 @@ export class GatewaySandbox implements Sandbox {
   readonly capabilities: SandboxCapabilities;
   private readonly fallback: CompleteSandbox;
   private lastFailedStart = 0;
+  /** With `deferStart`: whether the gateway's start was asked for, the calls made before, the idle timer. */
+  private deferred = { asked: false, calls: 0, timer: undefined as NodeJS.Timeout | undefined };
+  /** Recursive mkdirs waiting to go the direct way together (see `mkdirTogether`). */
+  private mkdirs:
+    | {
+        target: string;
+        signal: AbortSignal | undefined;
+        resolve: () => void;
+        reject: (error: unknown) => void;
+      }[]
+    | undefined;
 
   /** Does no I/O: the gateway starts on the first call that needs it. */
   constructor(private readonly options: GatewaySandboxOptions) {
@@ -91,18 +125,68 @@ export class GatewaySandbox implements Sandbox {
     return this.options.direct.workdir;
   }
 
-  private async gateway(): Promise<GatewayClient | undefined> {
+  /** `command`: a call whose direct way would carry its output through a command. */
+  private async gateway(
+    kind: 'command' | 'file',
+    signal: AbortSignal | undefined,
+  ): Promise<GatewayClient | undefined> {
     const { link } = this.options;
     if (link.client) return link.client;
-    // A gateway still starting is not waited for: the call goes the direct way meanwhile.
-    if (link.isStarting && !this.options.awaitStart) return undefined;
-    if (Date.now() - this.lastFailedStart < RELAUNCH_BACKOFF_MS) return undefined;
-    try {
-      return await link.start();
-    } catch {
-      this.lastFailedStart = Date.now();
+    if (this.options.deferStart && !this.deferred.asked) {
+      this.deferCall(this.options.deferStart);
       return undefined;
     }
+    // A gateway still starting is not waited for: the call goes the direct way meanwhile.
+    const { awaitStart } = this.options;
+    if (link.isStarting && !(awaitStart === true || (awaitStart === 'commands' && kind === 'command')))
+      return undefined;
+    if (Date.now() - this.lastFailedStart < RELAUNCH_BACKOFF_MS) return undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      // Waited for at most as long as a start may take to answer, and never past the call's signal:
+      // a start held up by a vendor that stopped answering sends the call the direct way.
+      return await Promise.race([
+        link.start(),
+        new Promise<undefined>((resolve, reject) => {
+          timer = setTimeout(() => resolve(undefined), GATEWAY_START_TIMEOUT_MS);
+          onAbort = () => reject(abortError(signal));
+          signal?.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } catch (error) {
+      if (signal?.aborted) throw abortError(signal);
+      if (isWsError(error) && error.code === 'ABORTED') throw error;
+      this.lastFailedStart = Date.now();
+      return undefined;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Counts a call made before the deferred start, and starts the gateway when the time has come. */
+  private deferCall(defer: NonNullable<GatewaySandboxOptions['deferStart']>): void {
+    const deferred = this.deferred;
+    clearTimeout(deferred.timer);
+    if (++deferred.calls >= defer.afterCalls) {
+      this.startDeferred(defer);
+      return;
+    }
+    deferred.timer = setTimeout(() => this.startDeferred(defer), defer.afterIdleMs);
+    deferred.timer.unref();
+  }
+
+  private startDeferred(defer: NonNullable<GatewaySandboxOptions['deferStart']>): void {
+    if (this.deferred.asked) return;
+    this.deferred.asked = true;
+    clearTimeout(this.deferred.timer);
+    const { link } = this.options;
+    if (link.client || link.isStarting) return;
+    void link.start().catch((error: unknown) => {
+      this.lastFailedStart = Date.now();
+      defer.failed?.(error);
+    });
   }
 
   /**
@@ -116,8 +200,9 @@ export class GatewaySandbox implements Sandbox {
     path: string,
     options: Parameters<GatewayClient['request']>[2],
     idempotent: boolean,
+    kind: 'command' | 'file' = 'file',
   ): Promise<IncomingMessage | undefined> {
-    const client = await this.gateway();
+    const client = await this.gateway(kind, options?.signal);
     if (!client) return undefined;
     try {
       return await client.request(method, path, options);
@@ -167,6 +252,8 @@ export class GatewaySandbox implements Sandbox {
       '/files/op',
       { body: JSON.stringify(op), headers: { 'content-type': 'application/json' }, signal },
       idempotent,
+      // A listing's names are a command's output where the direct sandbox has no listing of its own.
+      op.op === 'list' && !this.fallback.native.list ? 'command' : 'file',
     );
     if (!response) return direct();
     const text = await readText(response);
@@ -230,7 +317,7 @@ export class GatewaySandbox implements Sandbox {
     limit: number,
     signal: AbortSignal | undefined,
   ): Promise<ExecResult> {
-    const response = await this.send('POST', '/exec', { body, signal }, false);
+    const response = await this.send('POST', '/exec', { body, signal }, false, 'command');
     if (!response) return this.options.direct.exec(argv, options);
     if ((response.statusCode ?? 500) >= 400)
       throw errorFromResponse(response.statusCode ?? 500, await readText(response));
@@ -326,6 +413,7 @@ export class GatewaySandbox implements Sandbox {
       `/files?path=${encodeURIComponent(target)}`,
       { signal: options.signal },
       true,
+      this.fallback.native.readStream ? 'file' : 'command',
     );
     if (!response) return this.fallback.readStream(target, options);
     if ((response.statusCode ?? 500) >= 400)
@@ -380,8 +468,58 @@ export class GatewaySandbox implements Sandbox {
     await this.fileOp(
       { op: 'mkdir', path: target, recursive: options.recursive ?? false },
       options.signal,
-      () => this.fallback.mkdir(target, options),
+      () =>
+        options.recursive && !this.fallback.native.mkdir
+          ? this.mkdirTogether(target, options.signal)
+          : this.fallback.mkdir(target, options),
     );
+  }
+
+  /**
+   * A recursive mkdir the direct way where that is a command: the ones asked for together (a
+   * workspace's layout) go as one `mkdir -p`, and each goes alone again when that fails, for its
+   * own error.
+   */
+  private mkdirTogether(target: string, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const waiting = { target, signal, resolve, reject };
+      if (this.mkdirs) {
+        this.mkdirs.push(waiting);
+        return;
+      }
+      const batch = [waiting];
+      this.mkdirs = batch;
+      setImmediate(() => {
+        this.mkdirs = undefined;
+        void this.makeBatch(batch);
+      });
+    });
+  }
+
+  private async makeBatch(batch: NonNullable<GatewaySandbox['mkdirs']>): Promise<void> {
+    const alone = async (item: (typeof batch)[number]) =>
+      this.fallback
+        .mkdir(item.target, { recursive: true, ...(item.signal ? { signal: item.signal } : {}) })
+        .then(item.resolve, item.reject);
+    if (batch.length === 1) return alone(batch[0] as (typeof batch)[number]);
+    const signals = batch.flatMap((item) => (item.signal ? [item.signal] : []));
+    const made = await this.options.direct
+      .exec(
+        [
+          'sh',
+          '-c',
+          'for d; do if [ -e "$d" ]; then [ -d "$d" ] || exit 69; else mkdir -p -- "$d" || exit 1; fi; done',
+          'sh',
+          ...batch.map((item) => item.target),
+        ],
+        { cwd: '/', ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}) },
+      )
+      .then(
+        (result) => result.exitCode === 0,
+        () => false,
+      );
+    if (made) for (const item of batch) item.resolve();
+    else await Promise.all(batch.map(alone));
   }
 
   async rename(from: string, to: string, options: FileOptions = {}): Promise<void> {

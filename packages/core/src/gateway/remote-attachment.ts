@@ -62,8 +62,11 @@ function bundleBeside(moduleUrl: string): Promise<Uint8Array> {
 export class RemoteAttachment<V> {
   private readonly attachments: Attachments;
   private keepAlive: ReturnType<typeof setInterval> | undefined;
-  /** The sandbox the session hands out (through the gateway when it runs). */
-  private session: Sandbox | undefined;
+  /**
+   * Where the records are written while the workspace is open: the vendor's API, which needs no
+   * gateway (the records are a line each, and the gateway may be starting or gone).
+   */
+  private records: Sandbox | undefined;
   private link: GatewayLink | undefined;
 
   /** Starts the keep-alive beat; does nothing else. */
@@ -71,7 +74,7 @@ export class RemoteAttachment<V> {
     this.attachments = new Attachments(options.records.folder, options.records.staleMs);
     this.keepAlive = setInterval(() => {
       void options.keepAlive.tick(options.vendor).catch(() => {});
-      void this.attachments.touch(this.session).catch(() => {});
+      void this.attachments.touch(this.records).catch(() => {});
     }, options.keepAlive.everyMs);
     this.keepAlive.unref();
   }
@@ -87,8 +90,8 @@ export class RemoteAttachment<V> {
   }
 
   /**
-   * Starts the gateway (unless turned off; without node, calls go through `direct` with a warning)
-   * and records this object among the sandbox's users; returns the provider's session.
+   * Sets up the gateway (unless turned off), which starts once the workspace is in use (see
+   * `openRemoteGateway`; without node, calls go on through `direct` with a warning), and records this object among the sandbox's users; returns the provider's session.
    * @throws WsError what the gateway's start-up or the record's write throws.
    */
   async open(call: CallOptions, warnings: string[]): Promise<ProviderSession> {
@@ -103,8 +106,8 @@ export class RemoteAttachment<V> {
       this.link = opened.link;
       session = opened.session;
     }
-    this.session = session.sandbox;
-    await this.attachments.touch(this.session);
+    this.records = direct;
+    await this.attachments.touch(this.records);
     return session;
   }
 
@@ -116,8 +119,8 @@ export class RemoteAttachment<V> {
   async close(): Promise<boolean> {
     if (this.keepAlive) clearInterval(this.keepAlive);
     this.keepAlive = undefined;
-    const shared = await this.attachments.release(this.session);
-    this.session = undefined;
+    const shared = await this.attachments.release(this.records);
+    this.records = undefined;
     const link = this.link;
     this.link = undefined;
     await link?.stop().catch(() => {});

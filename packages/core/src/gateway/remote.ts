@@ -1,13 +1,20 @@
 import { completeSandbox } from '../backend/posix-fallbacks.js';
 import type { ProviderSession } from '../backend/provider.js';
+import { isWsError, WsError } from '../contracts/errors.js';
 import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { CallOptions } from '../contracts/workspace.js';
 import { GatewayMcpConnector } from './gateway-mcp.js';
-import { GatewaySandbox } from './gateway-sandbox.js';
+import { DEFERRED_GATEWAY_START, GatewaySandbox } from './gateway-sandbox.js';
 import { type ProvidedNode, provideNode } from './host-node.js';
 import { installGateway, probeNode } from './install.js';
-import { GatewayLink } from './link.js';
-import { type GatewaySocketPlace, type ProxiedEndpoint, sandboxGatewayLauncher } from './start.js';
+import { type GatewayLauncher, GatewayLink } from './link.js';
+import {
+  type GatewaySocketPlace,
+  type ProxiedEndpoint,
+  preparedLauncher,
+  refusingLauncher,
+  sandboxGatewayLauncher,
+} from './start.js';
 
 /** What {@link openRemoteGateway} needs from a backend whose sandbox is reached through a vendor's API. */
 export interface RemoteGatewayOptions {
@@ -31,6 +38,15 @@ export interface RemoteGatewayOptions {
   /** The sandbox as messages name it (`the template base`, `the image python:3.11-slim`). */
   readonly describe: string;
   /**
+   * How the vendor's own command API hands a command's output over: `bytes`, as they are, or `text`,
+   * decoded as UTF-8 (bytes that are not UTF-8 are lost). With `bytes` the gateway starts once the
+   * workspace is in use (see {@link DEFERRED_GATEWAY_START}) and every call goes through the vendor's
+   * API until then. With `text` it starts at the opening, in the background: the vendor's native
+   * file calls go direct while it starts, and commands (listings too, where they are commands) wait
+   * for it, so that no command's output is decoded as text while a gateway can carry its bytes.
+   */
+  readonly directOutput: 'bytes' | 'text';
+  /**
    * How the host reaches a port inside the sandbox (a vendor's reverse proxy). When given, the
    * gateway listens on a loopback port reached through it, and falls back to its command's streams
    * (with a warning) when that does not work.
@@ -38,28 +54,86 @@ export interface RemoteGatewayOptions {
   endpoint?(port: number): Promise<ProxiedEndpoint>;
 }
 
-/** The session of {@link openRemoteGateway}, and the gateway's link when it runs (the backend stops it on close). */
+/** The session of {@link openRemoteGateway}, and the gateway's link (the backend stops it on close). */
 export interface RemoteGatewaySession {
-  /** The provider's session: through the gateway when it runs, else through the backend's own sandbox. */
+  /** The provider's session: through the gateway once it runs, else through the backend's own sandbox. */
   readonly session: ProviderSession;
-  /** The gateway's launch, when it runs. */
-  readonly link: GatewayLink | undefined;
+  /** The gateway's launch. */
+  readonly link: GatewayLink;
 }
 
+/** The node and bundle the gateway runs on, or why none can run there. */
+type Prepared = { readonly node: string; readonly bundle: string } | { readonly problem: string };
+
 /**
- * The one start-up of a remote backend's gateway: probes the sandbox's node (placing the host's own,
- * uploaded once per sandbox, when it has none: see `provideNode`), installs the bundle, and starts
- * the gateway over the streams of one long-lived command (`stdio`). Every call then goes through the
- * gateway, and MCP servers run behind it. When no node can run there, or the gateway does not start,
- * calls go through `direct` and the reason is in the session's warnings and in the error of an MCP call.
+ * The one start-up of a remote backend's gateway, never waited for by the opening: it starts in the
+ * background from the opening, or once the workspace is in use (see `directOutput` and
+ * `DEFERRED_GATEWAY_START`), or at once for the first MCP server. Its first start probes the
+ * sandbox's node (placing the host's own, uploaded once per sandbox, when it has none: see
+ * `provideNode`) and installs the bundle; it then serves over a port the vendor proxies, or over the
+ * streams of one long-lived command (`stdio`). Every call then goes through the gateway, and MCP
+ * servers run behind it. When no node can run there, or the gateway does not start, calls go on
+ * through `direct` and the reason is in the session's warnings and in the error of an MCP call.
  */
 export async function openRemoteGateway(
   options: RemoteGatewayOptions,
-  call: CallOptions,
+  _call: CallOptions,
   warnings: string[],
 ): Promise<RemoteGatewaySession> {
   const { direct, workdir } = options;
-  const complete = completeSandbox(direct);
+  const state: { noMcp: string | undefined; warned: boolean } = { noMcp: undefined, warned: false };
+  const link = new GatewayLink(
+    preparedLauncher(async ({ signal }) => {
+      const prepared = await prepareGateway(options, signal ? { signal } : {});
+      if ('node' in prepared) return remoteLauncher(options, prepared, warnings);
+      state.noMcp = prepared.problem;
+      warnings.push(`${prepared.problem}. Meanwhile ${options.withoutGateway}`);
+      return refusingLauncher(
+        new WsError(
+          'CAPABILITY_UNSUPPORTED',
+          `The ${direct.backend} workspace cannot run MCP servers: ${prepared.problem}`,
+          { details: { backend: direct.backend, reason: prepared.problem } },
+        ),
+      );
+    }),
+  );
+  const failed = (error: unknown) => {
+    // No node: said once already, with what happens meanwhile.
+    if (state.warned || state.noMcp !== undefined || (isWsError(error) && error.code === 'DISPOSED')) return;
+    state.warned = true;
+    warnings.push(
+      `The gateway did not start, so calls go through ${options.via} directly (it is tried again later): ${(error as Error).message}`,
+    );
+  };
+  let sandbox: GatewaySandbox;
+  if (options.directOutput === 'bytes') {
+    sandbox = new GatewaySandbox({
+      direct,
+      link,
+      routeExec: true,
+      deferStart: { ...DEFERRED_GATEWAY_START, failed },
+    });
+  } else {
+    sandbox = new GatewaySandbox({ direct, link, routeExec: true, awaitStart: 'commands' });
+    link.start().catch(failed);
+  }
+  return {
+    session: {
+      sandbox,
+      workdir,
+      mcp: new GatewayMcpConnector(link),
+      warnings,
+      get noMcp() {
+        return state.noMcp;
+      },
+    },
+    link,
+  };
+}
+
+/** Probes the sandbox's node (placing the host's when it has none) while the bundle goes in beside it. */
+async function prepareGateway(options: RemoteGatewayOptions, call: CallOptions): Promise<Prepared> {
+  const complete = completeSandbox(options.direct);
   // The bundle goes in while the node is looked for: two round trips to the vendor side by side. A
   // sandbox without node gets it all the same (a file of a few hundred kilobytes, then unused).
   const installing = options
@@ -84,54 +158,57 @@ export async function openRemoteGateway(
     };
   });
   const installed = await installing;
-  if (node.path === undefined) {
-    const reason = `${node.problem}. Meanwhile ${options.withoutGateway}`;
-    warnings.push(reason);
-    return { session: { sandbox: direct, workdir, warnings, noMcp: node.problem }, link: undefined };
-  }
+  if (node.path === undefined) return { problem: node.problem };
   if ('error' in installed) throw installed.error;
-  const bundle = installed.path;
-  const launcher = (socket: GatewaySocketPlace) =>
-    new GatewayLink(
-      sandboxGatewayLauncher({
+  return { node: node.path, bundle: installed.path };
+}
+
+/**
+ * Launches the gateway on what {@link prepareGateway} found: on a proxied port when the backend has a
+ * proxy, falling back for good (with a warning) to a command's streams when that fails.
+ */
+function remoteLauncher(
+  options: RemoteGatewayOptions,
+  prepared: { readonly node: string; readonly bundle: string },
+  warnings: string[],
+): GatewayLauncher {
+  const launchers = new Map<GatewaySocketPlace['kind'], GatewayLauncher>();
+  let current: GatewayLauncher | undefined;
+  let proxy = options.endpoint;
+  const launcher = (socket: GatewaySocketPlace) => {
+    let found = launchers.get(socket.kind);
+    if (!found) {
+      found = sandboxGatewayLauncher({
         start: (argv) => options.start(argv),
-        node: node.path,
-        bundle,
-        workdir,
+        node: prepared.node,
+        bundle: prepared.bundle,
+        workdir: options.workdir,
         socket,
-      }),
-    );
-  let link: GatewayLink | undefined;
-  // Waited for: every call goes through it from the first (a call through the vendor's API costs more).
-  if (options.endpoint) {
-    const endpoint = options.endpoint;
-    const proxied = launcher({ kind: 'proxied', endpoint: (port) => endpoint(port) });
-    try {
-      await proxied.start(call);
-      link = proxied;
-    } catch (error) {
-      await proxied.stop().catch(() => {});
-      if (call.signal?.aborted) throw error;
-      warnings.push(
-        `The gateway could not be reached through the sandbox's port proxy, so it runs over a command's streams (each call costs a ${options.via} command): ${(error as Error).message}`,
-      );
+      });
+      launchers.set(socket.kind, found);
     }
-  }
-  if (!link) {
-    link = launcher({ kind: 'stdio' });
-    await link.start(call).catch((error: unknown) => {
-      warnings.push(
-        `The gateway did not start, so calls go through ${options.via} directly: ${(error as Error).message}`,
-      );
-    });
-  }
+    current = found;
+    return found;
+  };
   return {
-    session: {
-      sandbox: new GatewaySandbox({ direct, link, routeExec: true }),
-      workdir,
-      mcp: new GatewayMcpConnector(link),
-      warnings,
+    async launch(secrets, launchOptions) {
+      if (proxy) {
+        const endpoint = proxy;
+        try {
+          return await launcher({ kind: 'proxied', endpoint: (port) => endpoint(port) }).launch(
+            secrets,
+            launchOptions,
+          );
+        } catch (error) {
+          if (launchOptions.signal?.aborted) throw error;
+          proxy = undefined;
+          warnings.push(
+            `The gateway could not be reached through the sandbox's port proxy, so it runs over a command's streams (each call costs a ${options.via} command): ${(error as Error).message}`,
+          );
+        }
+      }
+      return launcher({ kind: 'stdio' }).launch(secrets, launchOptions);
     },
-    link,
+    logTail: async () => (current ? current.logTail() : ''),
   };
 }

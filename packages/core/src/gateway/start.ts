@@ -2,9 +2,10 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pinnedSocketChannel } from '../backend/host-paths.js';
 import { TailBuffer } from '../backend/streams.js';
+import { WsError } from '../contracts/errors.js';
 import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { GatewayChannel } from './client.js';
-import type { GatewayLauncher, LaunchedGateway } from './link.js';
+import { GATEWAY_START_TIMEOUT_MS, type GatewayLauncher, type LaunchedGateway } from './link.js';
 import { MuxEndpoint } from './mux.js';
 import { PortWatch, upgradeToMux } from './proxied.js';
 
@@ -167,14 +168,23 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
         throw error;
       }
       if (socket.kind === 'proxied') {
+        // Bounded as a start's health check is: a vendor that stops answering fails the launch.
+        const limit = AbortSignal.timeout(GATEWAY_START_TIMEOUT_MS);
+        const within = signal ? AbortSignal.any([signal, limit]) : limit;
         try {
-          const port = await (listening as PortWatch).port(signal);
+          const port = await (listening as PortWatch).port(within);
           const endpoint = await socket.endpoint(port);
-          upgraded = await upgradeToMux(endpoint, token, signal, (line) =>
+          upgraded = await upgradeToMux(endpoint, token, within, (line) =>
             log.push(new TextEncoder().encode(`${line}\n`)),
           );
         } catch (error) {
           await stop();
+          if (limit.aborted && !signal?.aborted)
+            throw new WsError(
+              'BACKEND_UNAVAILABLE',
+              `The gateway's port was not reached within ${GATEWAY_START_TIMEOUT_MS} ms`,
+              { cause: error },
+            );
           throw error;
         }
         return { channel: { kind: 'mux', mux: upgraded }, exited: process.exited, stop };
@@ -195,5 +205,42 @@ export function sandboxGatewayLauncher(options: SandboxGatewayOptions): GatewayL
       return { ...reach, exited: process.exited, stop };
     },
     logTail: async () => log.text(),
+  };
+}
+
+/**
+ * A launcher whose first launch runs `prepare` (installs the bundle, finds the node: what a backend
+ * does not want to pay for at the opening) and launches through the launcher it returns, which is
+ * kept for the launches after. A preparation that fails is run again by the next launch; one that
+ * finds the gateway cannot run there returns a launcher that says so (see {@link refusingLauncher}).
+ */
+export function preparedLauncher(
+  prepare: (options: { signal?: AbortSignal }) => Promise<GatewayLauncher>,
+): GatewayLauncher {
+  let preparing: Promise<GatewayLauncher> | undefined;
+  let prepared: GatewayLauncher | undefined;
+  return {
+    async launch(secrets, options) {
+      if (!preparing) {
+        const attempt = prepare(options.signal ? { signal: options.signal } : {});
+        preparing = attempt;
+        attempt.catch(() => {
+          if (preparing === attempt) preparing = undefined;
+        });
+      }
+      prepared = await preparing;
+      return prepared.launch(secrets, options);
+    },
+    logTail: async () => (prepared ? prepared.logTail() : ''),
+  };
+}
+
+/** A launcher that never launches: `error` is why no gateway can run in this sandbox. */
+export function refusingLauncher(error: Error): GatewayLauncher {
+  return {
+    launch: async () => {
+      throw error;
+    },
+    logTail: async () => '',
   };
 }
