@@ -36,6 +36,7 @@ export interface FaultProxy {
   readonly port: number;
   /** `http://127.0.0.1:<port>`. */
   readonly url: string;
+  /** What the proxy does to traffic now; `pass` at the start. */
   readonly mode: FaultMode;
   /** Switches the mode; `pass` after `hang` lets held bytes through. */
   set(mode: FaultMode): void;
@@ -45,6 +46,7 @@ export interface FaultProxy {
   readonly answered: number;
   /** Sets the port connections go to (for a service started after the proxy, told the proxy's port). */
   target(port: number): void;
+  /** Destroys every open connection and stops listening. */
   close(): Promise<void>;
 }
 

@@ -12,10 +12,13 @@ export const ENGINE_SETUP: Readonly<Record<Engine, string>> = {
 
 /** The error a suite throws when an engine it needs is missing under `CI=true`. */
 export class MissingEngineError extends Error {
+  /** Always `MissingEngineError`. */
   override readonly name = 'MissingEngineError';
 
   constructor(
+    /** The engine that is missing. */
     readonly engine: Engine,
+    /** Why it is missing. */
     readonly problem: string,
   ) {
     super(`CI=true and ${engine} is missing: ${problem}. CI should ${ENGINE_SETUP[engine]}.`);

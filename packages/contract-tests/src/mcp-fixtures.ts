@@ -37,7 +37,12 @@ export const MEMORY_SERVER = `${FIXTURE_DIR}/memory-server.mjs`;
 export async function uploadMcpFixtures(
   sandbox: CompleteSandbox,
   workdir: string,
-): Promise<{ testServer: string; memoryServer: string }> {
+): Promise<{
+  /** The hand-written test server's path inside the sandbox. */
+  testServer: string;
+  /** The bundled memory server's path inside the sandbox. */
+  memoryServer: string;
+}> {
   const root = packageRoot();
   const memoryBundle = join(root, 'dist', 'fixtures', 'memory-server.mjs');
   if (!existsSync(memoryBundle))

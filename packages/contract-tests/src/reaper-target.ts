@@ -18,6 +18,7 @@ export type ReaperCaseId = (typeof REAPER_CASES)[number];
 
 /** The workspace the reaper suite asks a target for: its id, and the owner tag it carries. */
 export interface ReaperCreateOptions {
+  /** The workspace's id. */
   workspaceId: string;
   /** The owner tag (the workspaces' `owner` option); each case group has its own. */
   owner: string;

@@ -2,10 +2,14 @@ import type { McpServerSpec, SandboxPolicyOptions, SearchMode, Workspace, Worksp
 import type { PolicySupport } from '@ws/core/backend';
 
 /** The workspace shape the conformance suite drives. */
-export type WorkspaceUnderTest = Workspace & { readonly warnings?: readonly string[] };
+export type WorkspaceUnderTest = Workspace & {
+  /** What went wrong but did not stop the opening, when the backend reports it. */
+  readonly warnings?: readonly string[];
+};
 
 /** Options the suite passes to {@link ConformanceTarget.create}; a backend forwards them to its workspace. */
 export interface CreateOptions extends SandboxPolicyOptions {
+  /** The workspace's id. */
   workspaceId: string;
   /** Forwarded as the workspace's `searchMode`, so Grep and Glob run with ripgrep and without. */
   searchMode?: SearchMode;
@@ -98,7 +102,9 @@ export interface ConformanceTarget {
    * gives none creates these through one that does). Without `policy`, the area is skipped.
    */
   readonly policy?: PolicySupport & {
+    /** A process limit holds when no limits are given. */
     readonly defaultPids?: boolean;
+    /** How the policy area creates its workspaces. Default: as `create` does. */
     readonly create?: (options: CreateOptions) => WorkspaceUnderTest | Promise<WorkspaceUnderTest>;
   };
   /**
@@ -112,7 +118,16 @@ export interface ConformanceTarget {
    * `'refused'` for a backend that cannot switch users (the option must fail with
    * `INVALID_ARGUMENT`). Without it, the user area is skipped.
    */
-  readonly user?: { readonly option: string; readonly uid: number; readonly name?: string } | 'refused';
+  readonly user?:
+    | {
+        /** The value of the `user` option the workspace is opened with. */
+        readonly option: string;
+        /** The uid its commands must run as. */
+        readonly uid: number;
+        /** The account's name, when the image has one for that uid. */
+        readonly name?: string;
+      }
+    | 'refused';
   /**
    * Which installers of the `packages` option work in the target's sandboxes (a workspace with the
    * same id re-attaches to the same sandbox while another object on it is open): the packages area
@@ -124,11 +139,17 @@ export interface ConformanceTarget {
    * first open with packages. Without `packages`, the area is skipped.
    */
   readonly packages?: {
+    /** Whether npm installs work. */
     readonly npm: boolean;
+    /** Whether apt installs work. */
     readonly apt: boolean;
+    /** Whether pip installs work. */
     readonly pip: boolean;
+    /** What every workspace of the area adds to its options. */
     readonly options?: Omit<CreateOptions, 'workspaceId' | 'packages' | 'secondOwner'>;
+    /** What the apt case adds besides `options`. */
     readonly aptOptions?: SandboxPolicyOptions;
+    /** Makes the declared installers runnable in an open workspace's sandbox. */
     readonly prepare?: (workspace: WorkspaceUnderTest) => Promise<void>;
   };
   /** The fault rig of a backend with a remote service; without it, the fault area is skipped. */
@@ -141,7 +162,12 @@ export interface ConformanceTarget {
    * out to the parts in turn, so the parts of one count cover every area exactly once. Default: the
    * whole suite.
    */
-  readonly shard?: { readonly index: number; readonly count: number };
+  readonly shard?: {
+    /** Which part this is, from 1. */
+    readonly index: number;
+    /** How many parts the suite is split into. */
+    readonly count: number;
+  };
   /** Time limit of one case in milliseconds. Default 60 000. */
   readonly caseTimeoutMs?: number;
   /**
@@ -167,13 +193,18 @@ export interface ConformanceTarget {
 
 /** The resolved settings one area works with. */
 export interface AreaContext {
+  /** The target under test. */
   readonly target: ConformanceTarget;
   /** Creates a workspace through the target with a fresh, unique id and remembers it for cleanup. */
   create(workspaceId?: string, options?: Omit<CreateOptions, 'workspaceId'>): Promise<WorkspaceUnderTest>;
   /** A fresh, unique workspace id. */
   newId(): string;
+  /** Time limit of one case in milliseconds (the target's, or the default). */
   readonly caseTimeoutMs: number;
+  /** Size in bytes of the output `exec.output-cap` streams (the target's, or the default). */
   readonly largeOutputBytes: number;
+  /** Size in bytes of the large-file cases' files (the target's, or the default). */
   readonly largeFileBytes: number;
+  /** How long the long MCP tool call runs, in milliseconds (the target's, or the default). */
   readonly longMcpCallMs: number;
 }

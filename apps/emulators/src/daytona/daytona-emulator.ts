@@ -27,6 +27,7 @@ export const DEFAULT_DAYTONA_SNAPSHOTS: Readonly<Record<string, string>> = {
 /** The API key in `env` when `apiKeys` does not name one. */
 export const DEFAULT_DAYTONA_API_KEY = 'daytona_emulator';
 
+/** Options of {@link startDaytonaEmulator}. */
 export interface DaytonaEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
@@ -69,6 +70,7 @@ export interface DaytonaEmulatorOptions extends SandboxNetworkOption {
 export interface DaytonaEmulator extends AsyncDisposable {
   /** The SDK's `apiUrl` (`DAYTONA_API_URL`): `http://127.0.0.1:<port>/api`. */
   url: string;
+  /** The same as `url`. */
   apiUrl: string;
   /** Every sandbox's `toolboxProxyUrl`: `http://127.0.0.1:<port>/toolbox`. */
   toolboxUrl: string;

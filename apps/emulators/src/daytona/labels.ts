@@ -4,18 +4,27 @@ import { jsonRecord, stringRecord } from '../http/http-util.js';
 
 /** Labels of an emulated Daytona sandbox's container; with a small state file they hold all its state. */
 export const DAYTONA_LABELS = {
+  /** Marks an emulated Daytona sandbox's container; its value is `daytona`. */
   emulator: 'ws.emulator',
   /** Which emulator instance manages the sandbox (see `DaytonaEmulatorOptions.instance`). */
   instance: 'ws.daytona.instance',
+  /** The sandbox's id. */
   sandboxId: 'ws.daytona.sandbox-id',
+  /** The sandbox's name. */
   name: 'ws.daytona.name',
+  /** The snapshot (image) the sandbox was created from. */
   snapshot: 'ws.daytona.snapshot',
+  /** The OS user the sandbox's commands and file operations run as. */
   user: 'ws.daytona.user',
+  /** The region the sandbox was created in (`us` when none was given). */
   target: 'ws.daytona.target',
+  /** `true` when the sandbox has no network (`networkBlockAll`). */
   networkBlockAll: 'ws.daytona.network-block-all',
   /** `networkAllowList` and `domainAllowList` as given at creation, as JSON. */
   allowLists: 'ws.daytona.allow-lists',
+  /** The sandbox's CPUs, memory in GiB and disk in GiB, as JSON. */
   resources: 'ws.daytona.resources',
+  /** When the sandbox was created, as an ISO timestamp. */
   createdAt: 'ws.daytona.created-at',
   /** The Daytona labels given at creation, as JSON (later changes live in the state file). */
   labels: 'ws.daytona.labels',

@@ -27,6 +27,7 @@ export const EMULATED_ENVD_VERSION = '0.6.4';
 /** The API key in `env` when `apiKeys` does not name one. */
 export const DEFAULT_E2B_API_KEY = 'e2b_emulator';
 
+/** Options of {@link startE2BEmulator}. */
 export interface E2BEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;

@@ -15,7 +15,9 @@ import {
 
 /** The two envd services, exactly as the installed `e2b` SDK speaks them. */
 export interface EnvdDescriptors {
+  /** The `process.Process` service. */
   process: DescService;
+  /** The `filesystem.Filesystem` service. */
   filesystem: DescService;
   /** The bundle the descriptors were read from. */
   bundlePath: string;

@@ -4,18 +4,29 @@ import type { EgressRules } from './egress.js';
 
 /** Labels of an emulated E2B sandbox's container; the emulator's whole state survives in them. */
 export const E2B_LABELS = {
+  /** Marks an emulated E2B sandbox's container; its value is `e2b`. */
   emulator: 'ws.emulator',
+  /** The sandbox's id. */
   sandboxId: 'ws.e2b.sandbox-id',
+  /** The id of the template the sandbox was created from. */
   template: 'ws.e2b.template',
+  /** The template's alias (empty: none). */
   alias: 'ws.e2b.alias',
+  /** When the sandbox started, as an ISO timestamp. */
   startedAt: 'ws.e2b.started-at',
+  /** The sandbox's end time set at creation, as an ISO timestamp (later changes live in the state file). */
   endAt: 'ws.e2b.end-at',
+  /** The token envd requires of requests to the sandbox. */
   envdAccessToken: 'ws.e2b.envd-access-token',
+  /** `true` when the sandbox is paused rather than killed at its end. */
   autoPause: 'ws.e2b.auto-pause',
+  /** `true` when the create request asked for `autoResume.enabled`. */
   autoResume: 'ws.e2b.auto-resume',
+  /** `allow_internet_access` as given at creation: `true`, `false`, or empty when not given. */
   allowInternetAccess: 'ws.e2b.allow-internet-access',
   /** The egress rules given at creation (`network.allowOut`, `network.denyOut`), as JSON. */
   network: 'ws.e2b.network',
+  /** The prefix of the labels that hold the sandbox's metadata, one label per key. */
   metadataPrefix: 'ws.e2b.metadata.',
   /** Which emulator instance manages the sandbox (see `E2BEmulatorOptions.instance`). */
   instance: 'ws.e2b.instance',

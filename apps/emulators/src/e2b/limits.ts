@@ -33,4 +33,5 @@ export const E2B_LIMITS = {
   apiRequestBytes: 16_777_216,
 } as const satisfies LimitTable;
 
+/** The names and values of {@link E2B_LIMITS}. */
 export type E2BLimits = typeof E2B_LIMITS;

@@ -26,6 +26,7 @@ export const DEFAULT_K8S_IMAGES: Readonly<Record<string, string>> = {
   'ws-workspace:bookworm': 'ws-workspace:bookworm',
 };
 
+/** Options of {@link startK8sEmulator}. */
 export interface K8sEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;
@@ -57,9 +58,34 @@ const COMPLETION_WAIT_MS = 30_000;
 
 /** `KubeConfig.loadFromOptions` input for the emulator (plain HTTP needs `skipTLSVerify`). */
 export interface K8sKubeConfigOptions {
-  clusters: { name: string; server: string; skipTLSVerify: boolean }[];
-  users: { name: string; token: string }[];
-  contexts: { name: string; cluster: string; user: string; namespace: string }[];
+  /** The one cluster: the emulator's API server. */
+  clusters: {
+    /** The cluster's name (`ws-emulator`). */
+    name: string;
+    /** The API server's URL: `http://127.0.0.1:<port>`. */
+    server: string;
+    /** Always true: the server speaks plain HTTP. */
+    skipTLSVerify: boolean;
+  }[];
+  /** The one user, holding the emulator's token. */
+  users: {
+    /** The user's name (`ws-emulator`). */
+    name: string;
+    /** The bearer token the emulator accepts. */
+    token: string;
+  }[];
+  /** The one context, joining the cluster and the user. */
+  contexts: {
+    /** The context's name (`ws-emulator`). */
+    name: string;
+    /** The cluster's name. */
+    cluster: string;
+    /** The user's name. */
+    user: string;
+    /** The default namespace (`default`). */
+    namespace: string;
+  }[];
+  /** The context in use (`ws-emulator`). */
   currentContext: string;
 }
 
@@ -67,6 +93,7 @@ export interface K8sKubeConfigOptions {
 export interface K8sEmulator extends AsyncDisposable {
   /** The API server: `http://127.0.0.1:<port>`. */
   url: string;
+  /** The bearer token the emulator accepts. */
   token: string;
   /** A kubeconfig (YAML) naming the server, the token and context `ws-emulator`. */
   kubeconfig: string;
@@ -74,6 +101,7 @@ export interface K8sEmulator extends AsyncDisposable {
   kubeconfigPath: string;
   /** `KUBECONFIG`, `K8S_API_URL` and `K8S_TOKEN` for a client. */
   env: Record<string, string>;
+  /** A fresh copy of the kubeconfig, for `KubeConfig.loadFromOptions`. */
   loadKubeConfig(): K8sKubeConfigOptions;
   /**
    * The requests it received and does not implement (`PUT /api/v1/namespaces/default/pods/x`, an
@@ -238,7 +266,12 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
 export async function removeK8sEmulatorObjects(
   docker?: Docker | Docker.DockerOptions,
   options: { instance?: string } = {},
-): Promise<{ containers: number; volumes: number }> {
+): Promise<{
+  /** How many pod containers were removed. */
+  containers: number;
+  /** How many PVC and namespace volumes were removed. */
+  volumes: number;
+}> {
   const client = dockerClient(docker);
   const removed = { containers: 0, volumes: 0 };
   const containers = await client.listContainers({ all: true, filters: k8sFilter(options.instance) });

@@ -4,13 +4,17 @@ import { isRecord, stringMap as stringMapOf } from '../http/http-util.js';
 
 /** Labels of the emulator's Docker objects (pod containers, PVC and namespace volumes). */
 export const K8S_LABELS = {
+  /** Marks a Docker object of the Kubernetes emulator; its value is `k8s`. */
   emulator: 'ws.emulator',
   /** Which emulator instance owns the object (see `K8sEmulatorOptions.instance`). */
   instance: 'ws.k8s.instance',
   /** `pod`, `pvc`, `namespace` or `networkpolicy`. */
   kind: 'ws.k8s.kind',
+  /** The object's namespace (empty for a namespace itself). */
   namespace: 'ws.k8s.namespace',
+  /** The object's name. */
   name: 'ws.k8s.name',
+  /** The object's `metadata.uid`. */
   uid: 'ws.k8s.uid',
   /** The object's metadata and spec at creation, as JSON. */
   object: 'ws.k8s.object',

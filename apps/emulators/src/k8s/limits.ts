@@ -21,12 +21,19 @@ import type { LimitTable } from '../limits.js';
  *   `Invalid` Status naming the field.
  */
 export const K8S_LIMITS = {
+  /** The largest request body in bytes; past it, 413 `RequestEntityTooLarge`. */
   requestBodyBytes: 3 * 1024 * 1024,
+  /** Requests handled at once (watches and exec not counted); past it, 429 `TooManyRequests`. */
   requestsInFlight: 400,
+  /** Mutating requests handled at once; past it, 429 `TooManyRequests`. */
   mutatingRequestsInFlight: 200,
+  /** Pods on the emulator's one node; a Pod past it stays `Pending` as `Unschedulable`. */
   podsPerNode: 110,
+  /** The longest object name in characters; past it, 422 `Invalid`. */
   nameChars: 253,
+  /** The longest label value in characters; past it, 422 `Invalid`. */
   labelValueChars: 63,
+  /** The most bytes of an object's annotation keys and values together; past it, 422 `Invalid`. */
   annotationsBytes: 256 * 1024,
 } as const satisfies LimitTable;
 

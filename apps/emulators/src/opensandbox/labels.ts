@@ -4,14 +4,17 @@ import { stringRecord } from '../http/http-util.js';
 
 /** Labels of an emulated OpenSandbox sandbox's container; with a small state file they hold all its state. */
 export const OPENSANDBOX_LABELS = {
+  /** Marks an emulated OpenSandbox sandbox's container; its value is `opensandbox`. */
   emulator: 'ws.emulator',
   /** Which emulator instance manages the sandbox (see `OpenSandboxEmulatorOptions.instance`). */
   instance: 'ws.opensandbox.instance',
+  /** The sandbox's id. */
   sandboxId: 'ws.opensandbox.sandbox-id',
   /** The image URI of the create request (before mapping through `images`). */
   image: 'ws.opensandbox.image',
   /** The entrypoint, as JSON. */
   entrypoint: 'ws.opensandbox.entrypoint',
+  /** When the sandbox was created, as an ISO timestamp. */
   createdAt: 'ws.opensandbox.created-at',
   /** The metadata given at creation, as JSON (later changes live in the state file). */
   metadata: 'ws.opensandbox.metadata',

@@ -47,4 +47,5 @@ export const OPENSANDBOX_LIMITS = {
   uploadBytes: 0,
 } as const satisfies LimitTable;
 
+/** The names and values of {@link OPENSANDBOX_LIMITS}. */
 export type OpenSandboxLimits = typeof OPENSANDBOX_LIMITS;

@@ -28,6 +28,7 @@ export const DEFAULT_OPENSANDBOX_API_KEY = 'opensandbox_emulator';
 /** The header OpenSandbox reads the API key from, on the lifecycle API and on execd. */
 export const OPENSANDBOX_API_KEY_HEADER = 'open-sandbox-api-key';
 
+/** Options of {@link startOpenSandboxEmulator}. */
 export interface OpenSandboxEmulatorOptions extends SandboxNetworkOption {
   /** TCP port on 127.0.0.1; 0 (default) picks a free one. */
   port?: number;

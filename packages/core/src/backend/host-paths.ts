@@ -125,7 +125,12 @@ export function pinnedSocketChannel(
   shared: string,
   name: string,
   privateDir: string,
-): { channel: GatewayChannel; ready: () => Promise<boolean> } {
+): {
+  /** The unix-socket channel to the pinned path `<privateDir>/<name>`. */
+  channel: GatewayChannel;
+  /** Pins the socket once it exists; resolves `false` while it does not exist yet. */
+  ready: () => Promise<boolean>;
+} {
   let pinned: string | undefined;
   return {
     channel: { kind: 'unix', socketPath: join(privateDir, name) },

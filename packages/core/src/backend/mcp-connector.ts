@@ -13,10 +13,15 @@ export interface McpToolInfo {
   readonly inputSchema?: JsonSchema;
   /** The server's hints about the tool (MCP tool annotations). */
   readonly annotations?: {
+    /** A display name for the tool. */
     readonly title?: string;
+    /** Whether the tool leaves its environment unchanged. */
     readonly readOnlyHint?: boolean;
+    /** Whether the tool may delete or overwrite things (meaningful when it is not read-only). */
     readonly destructiveHint?: boolean;
+    /** Whether calling the tool again with the same input has no further effect. */
     readonly idempotentHint?: boolean;
+    /** Whether the tool reaches things outside a closed domain (the web, other services). */
     readonly openWorldHint?: boolean;
   };
 }

@@ -50,17 +50,27 @@ export type OffloadOption = boolean | OffloadSettings;
 
 /** {@link OffloadSettings} with every default applied. */
 export interface ResolvedOffload {
+  /** The session whose folder holds the files (`sessions/<sessionId>/`). */
   readonly sessionId: string;
+  /** The length, in characters, above which a tool result is written to a file. */
   readonly toolResultChars: number;
+  /** How many characters of an offloaded result the model sees: half from its head, half from its tail. */
   readonly previewChars: number;
+  /** The length, in characters, above which the oldest messages of the conversation are offloaded. */
   readonly contextBudgetChars: number;
+  /** How many characters of the newest conversation stay when the oldest is offloaded. */
   readonly contextKeepChars: number;
 }
 
+/** The defaults of the `offload` sizes, in characters. */
 export const OFFLOAD_DEFAULTS = {
+  /** The default of `toolResultChars`: results longer than this are offloaded. */
   toolResultChars: 200_000,
+  /** The default of `previewChars`, lowered to half of `toolResultChars` when that is smaller. */
   previewChars: 20_000,
+  /** The default of `contextBudgetChars`: a longer conversation has its oldest messages offloaded. */
   contextBudgetChars: 409_600,
+  /** The default of `contextKeepChars`, lowered to an eighth of `contextBudgetChars` when that is smaller. */
   contextKeepChars: 51_200,
 } as const;
 

@@ -4,7 +4,7 @@ const SAFE_WORD = /^[A-Za-z0-9_@%+=:,./-]+$/;
 
 /**
  * Quotes one argument for a POSIX shell so that the shell passes it through as exactly one word,
- * byte for byte. This is the only way @ws turns user input into shell text.
+ * byte for byte. This is the only way `@ws` turns user input into shell text.
  *
  * @throws WsError `INVALID_ARGUMENT` for a string holding NUL, which no argv can carry.
  */

@@ -19,8 +19,9 @@ export interface ReapCandidate {
   readonly workspaceId?: string | undefined;
   /** Its owner tag, when it carries one. */
   readonly owner?: string | undefined;
-  /** The user and agent it was opened for, when it carries them (`ws.user`, `ws.agent`). */
+  /** The user it was opened for, when it carries one (`ws.user`). */
   readonly userId?: string | undefined;
+  /** The agent it was opened for, when it carries one (`ws.agent`). */
   readonly agentId?: string | undefined;
   /** When it was last used as its listing says, in ms since the epoch. */
   readonly idleSince: number;

@@ -10,9 +10,22 @@ import type {
 
 /** A network policy checked and sorted: addresses and CIDR blocks apart from host names. */
 export type ResolvedNetwork =
-  | { readonly kind: 'none' }
-  | { readonly kind: 'full' }
-  | { readonly kind: 'allow'; readonly cidrs: readonly string[]; readonly hosts: readonly string[] };
+  | {
+      /** No network at all. */
+      readonly kind: 'none';
+    }
+  | {
+      /** The backend's ordinary network. */
+      readonly kind: 'full';
+    }
+  | {
+      /** Only the addresses and host names of an allow list. */
+      readonly kind: 'allow';
+      /** The allowed IP addresses and CIDR blocks. */
+      readonly cidrs: readonly string[];
+      /** The allowed host names, lower-cased (`*.` wildcards kept). */
+      readonly hosts: readonly string[];
+    };
 
 /** The sandbox policy options of a workspace, checked (see {@link checkSandboxPolicy}). */
 export interface ResolvedPolicy {
@@ -29,13 +42,23 @@ export interface ResolvedPolicy {
  * addresses and CIDR blocks, `allow-host`: one with host names) and the privilege settings.
  */
 export interface PolicySupport {
+  /** The limits the backend enforces. */
   readonly limits: readonly WorkspaceLimit[];
+  /** The network policies the backend enforces. */
   readonly network: readonly ('none' | 'full' | 'allow-cidr' | 'allow-host')[];
+  /** The privilege settings the backend gives. */
   readonly privileges: readonly Privileges[];
 }
 
 /** The option keys of {@link SandboxPolicyOptions}, for a backend's key table. */
-export const POLICY_KEYS = { limits: true, network: true, privileges: true } as const;
+export const POLICY_KEYS = {
+  /** The `limits` option. */
+  limits: true,
+  /** The `network` option. */
+  network: true,
+  /** The `privileges` option. */
+  privileges: true,
+} as const;
 
 const LIMIT_RULES: Readonly<Record<WorkspaceLimit, { min: number; integer: boolean; unit: string }>> = {
   cpus: { min: 0.01, integer: false, unit: 'CPUs' },

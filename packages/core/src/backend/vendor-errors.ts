@@ -92,13 +92,22 @@ export type VendorErrorKind =
  */
 export type VendorErrorClass =
   | {
+      /** The shared kind the error is; its code and message are the same on every backend. */
       readonly kind: VendorErrorKind;
+      /**
+       * How long the service asks to wait before a retry, in milliseconds (its `Retry-After`); used for
+       * `rate-limited`.
+       */
       readonly retryAfterMs?: number | undefined;
+      /** Facts added to the WsError's `details`. */
       readonly details?: Record<string, unknown> | undefined;
     }
   | {
+      /** The WsError's code. */
       readonly code: WsErrorCode;
+      /** The WsError's message. */
       readonly message: string;
+      /** Facts added to the WsError's `details`. */
       readonly details?: Record<string, unknown> | undefined;
     };
 

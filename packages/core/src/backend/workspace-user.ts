@@ -2,8 +2,20 @@ import { WsError } from '../contracts/errors.js';
 
 /** The `user` option of a workspace, checked: a name, or a numeric uid with an optional gid. */
 export type WorkspaceUser =
-  | { readonly text: string; readonly name: string }
-  | { readonly text: string; readonly uid: number; readonly gid?: number };
+  | {
+      /** The option as given. */
+      readonly text: string;
+      /** The user name. */
+      readonly name: string;
+    }
+  | {
+      /** The option as given (`uid` or `uid:gid`). */
+      readonly text: string;
+      /** The numeric user id. */
+      readonly uid: number;
+      /** The numeric group id; undefined when only a uid was given. */
+      readonly gid?: number;
+    };
 
 const USER_NAME = /^[a-z_][a-z0-9_-]*$/;
 const USER_ID = /^(\d+)(?::(\d+))?$/;

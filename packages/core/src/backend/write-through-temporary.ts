@@ -13,6 +13,10 @@ import type { Sandbox, WriteOptions } from '../contracts/sandbox.js';
  * uploads the bytes in between.
  */
 export const POSIX_WRITE_SCRIPTS = {
+  /**
+   * `$1` the target. Prints the resolved target and a new temporary file beside it, each NUL-terminated;
+   * exits 65 after more than 40 links, 67 when the target is a folder, 68 when its parent cannot be made.
+   */
   prepare: `p=$1 n=0
 while [ -L "$p" ]; do
   n=$((n + 1)); [ "$n" -gt 40 ] && exit 65
@@ -24,6 +28,10 @@ d=$(dirname -- "$p")
 mkdir -p -- "$d" 2>/dev/null || exit 68
 t=$(mktemp "$d/.ws-XXXXXXXXXXXX.tmp") || exit 1
 printf '%s\\0%s\\0' "$p" "$t"`,
+  /**
+   * `$1` the target, `$2` the written temporary file, `$3` an octal mode or `''`. Gives the temporary
+   * file the mode (else the replaced file's, else 0666 less the umask) and renames it over the target.
+   */
   commit: `if [ -n "$3" ]; then m=$3
 elif [ -e "$1" ]; then m=$(stat -L -c %a -- "$1" 2>/dev/null || echo 644)
 else m=$(printf %o $((0666 & ~$(umask)))); fi

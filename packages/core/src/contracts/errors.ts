@@ -1,5 +1,5 @@
 /**
- * Every failure that @ws raises on purpose is a {@link WsError} with one of these codes.
+ * Every failure that `@ws` raises on purpose is a {@link WsError} with one of these codes.
  *
  * - `INVALID_ARGUMENT`: the caller passed something unusable (a hostile id, a relative path where an
  *   absolute one is required, a NUL byte in an argument).
@@ -56,6 +56,7 @@ export class WsError extends Error {
   readonly code: WsErrorCode;
   /** Structured facts about the failure, when there are any. */
   readonly details: Readonly<Record<string, unknown>> | undefined;
+  /** Marks a WsError from any copy of `@ws/core` (a `Symbol.for` key), for {@link isWsError}. */
   readonly [WS_ERROR_BRAND] = true;
 
   /** A failure with its code and message; `options.cause` is kept as `cause`. */
@@ -66,6 +67,7 @@ export class WsError extends Error {
     this.details = options.details;
   }
 
+  /** Makes `instanceof WsError` true for a WsError from any copy of `@ws/core` (see {@link isWsError}). */
   static override [Symbol.hasInstance](value: unknown): boolean {
     return isWsError(value);
   }
@@ -111,7 +113,7 @@ export function fromErrno(error: unknown, message: string, details?: Record<stri
 }
 
 /**
- * Throws `ABORTED` when `signal` has fired. Every async method of @ws calls this before starting work.
+ * Throws `ABORTED` when `signal` has fired. Every async method of `@ws` calls this before starting work.
  */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortError(signal);

@@ -49,7 +49,18 @@ export interface OffloadableToolResult {
   /** The result: text, or blocks whose media is stored under `data/` and shown as placeholders. */
   readonly output:
     | string
-    | readonly (TextBlock | DataBlock | { readonly type: string; readonly [key: string]: unknown })[];
+    | readonly (
+        | TextBlock
+        | DataBlock
+        | {
+            /**
+             * The kind of a block of another format (`image`, `input_image`); its media is stored when
+             * recognised, else it is left out.
+             */
+            readonly type: string;
+            readonly [key: string]: unknown;
+          }
+      )[];
   readonly [key: string]: unknown;
 }
 

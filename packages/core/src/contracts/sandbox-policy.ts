@@ -28,7 +28,13 @@ export type WorkspaceLimit = keyof WorkspaceLimits;
  * wildcards), where the backend can enforce one. A backend that cannot enforce the policy asked for
  * refuses to open with `CAPABILITY_UNSUPPORTED`.
  */
-export type NetworkPolicy = 'none' | 'full' | { readonly allow: readonly string[] };
+export type NetworkPolicy =
+  | 'none'
+  | 'full'
+  | {
+      /** The addresses, CIDR blocks and host names (`*.` wildcards allowed) commands may connect to. */
+      readonly allow: readonly string[];
+    };
 
 /**
  * What commands may do as the sandbox's user: `'hardened'` (no capabilities, and none gained through

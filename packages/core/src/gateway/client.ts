@@ -13,11 +13,28 @@ import type { GatewayErrorBody, GatewayHealth } from './protocol.js';
  * address or any other non-loopback address.
  */
 export type GatewayChannel =
-  | { readonly kind: 'unix'; readonly socketPath: string }
-  | { readonly kind: 'tcp'; readonly port: number }
-  | { readonly kind: 'mux'; readonly mux: MuxEndpoint }
   | {
+      /** A unix socket the host connects to. */
+      readonly kind: 'unix';
+      /** The socket's path on the host. */
+      readonly socketPath: string;
+    }
+  | {
+      /** A TCP port on 127.0.0.1. */
+      readonly kind: 'tcp';
+      /** The port number. */
+      readonly port: number;
+    }
+  | {
+      /** Streams multiplexed over the gateway process's stdin and stdout, or over one upgraded connection. */
+      readonly kind: 'mux';
+      /** The host's side of the multiplexed channel. */
+      readonly mux: MuxEndpoint;
+    }
+  | {
+      /** A relay command run inside the sandbox through `exec` for each request. */
       readonly kind: 'relay';
+      /** The sandbox whose `exec` runs the relay. */
       readonly sandbox: Sandbox;
       /** The socket path or port inside the sandbox. */
       readonly target: string;

@@ -59,8 +59,11 @@ export interface GatewaySandboxOptions {
    * wait for it. A failed start is passed to `failed` and tried again on a later call.
    */
   deferStart?: {
+    /** How long no call may have begun before the gateway starts, in milliseconds. */
     readonly afterIdleMs: number;
+    /** How many calls go the direct way before the gateway starts. */
     readonly afterCalls: number;
+    /** Called with the error of a failed start. */
     readonly failed?: (error: unknown) => void;
   };
 }
@@ -76,7 +79,12 @@ const EXEC_ANSWER_GRACE_MS = 10_000;
  * MCP server's start waits for neither. Until then calls go the backend's direct way, so opening a
  * workspace and running its first commands pay for no node in the sandbox.
  */
-export const DEFERRED_GATEWAY_START = { afterIdleMs: 250, afterCalls: 16 } as const;
+export const DEFERRED_GATEWAY_START = {
+  /** How long the sandbox has had no call before the gateway starts, in milliseconds. */
+  afterIdleMs: 250,
+  /** How many calls go the direct way before the gateway starts. */
+  afterCalls: 16,
+} as const;
 
 // After a launch fails, file and command calls use the direct path for this long before trying again.
 const RELAUNCH_BACKOFF_MS = 30_000;

@@ -35,8 +35,20 @@ export function hostNode(): HostNode {
 
 /** Where a sandbox's node came from: its own, or the host's placed in it. */
 export type ProvidedNode =
-  | { readonly path: string; readonly version: string; readonly source: 'sandbox' | 'host' }
-  | { readonly path?: undefined; readonly problem: string };
+  | {
+      /** The node executable's path inside the sandbox. */
+      readonly path: string;
+      /** Its version (`v20.18.0`). */
+      readonly version: string;
+      /** Whether it is the sandbox's own node or the host's placed in it. */
+      readonly source: 'sandbox' | 'host';
+    }
+  | {
+      /** Absent: no node can run the gateway in this sandbox. */
+      readonly path?: undefined;
+      /** Why no node can run there, and what to do about it. */
+      readonly problem: string;
+    };
 
 /** What the sandbox says about itself in one command: its machine, its C library, a placed node's version. */
 interface SandboxPlatform {

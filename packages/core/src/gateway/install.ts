@@ -13,7 +13,15 @@ export const GATEWAY_MIN_NODE_MAJOR = 18;
 export async function probeNode(
   sandbox: CompleteSandbox,
   options: FileOptions = {},
-): Promise<{ path: string; version: string } | undefined> {
+): Promise<
+  | {
+      /** The node executable's path inside the sandbox. */
+      path: string;
+      /** What it printed for `--version` (`v20.18.0`). */
+      version: string;
+    }
+  | undefined
+> {
   const result = await sandbox.exec(['sh', '-c', 'command -v node && node --version'], {
     cwd: '/',
     timeoutMs: 15_000,

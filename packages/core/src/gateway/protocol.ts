@@ -38,8 +38,11 @@ export interface GatewayHealth {
 export interface GatewayErrorBody {
   /** The failure, as a WsError would carry it. */
   readonly error: {
+    /** The WsError's code. */
     readonly code: WsErrorCode;
+    /** The WsError's message. */
     readonly message: string;
+    /** The WsError's details, when it has any. */
     readonly details?: Record<string, unknown>;
   };
 }
@@ -66,24 +69,71 @@ export interface GatewayExecRequest {
 
 /** `o`/`e`: stdout/stderr bytes (base64); `x`: the exit; `f`: a failure before or while running. */
 export type GatewayExecFrame =
-  | { readonly t: 'o' | 'e'; readonly d: string }
   | {
+      /** The stream: `o` for stdout, `e` for stderr. */
+      readonly t: 'o' | 'e';
+      /** A chunk of its bytes, base64-encoded. */
+      readonly d: string;
+    }
+  | {
+      /** The exit frame, the last one. */
       readonly t: 'x';
+      /** The command's exit code (`-1` after a timeout, `128 + n` when signal `n` killed it). */
       readonly exitCode: number;
+      /** The signal that ended the command, when one did (`"SIGKILL"`). */
       readonly signal?: string;
+      /** The command was killed because the request's `timeoutMs` passed. */
       readonly timedOut: boolean;
       /** Output past the request's `maxOutputBytes` was dropped. */
       readonly truncated?: boolean;
     }
-  | { readonly t: 'f'; readonly error: GatewayErrorBody['error'] };
+  | {
+      /** A failure before or while the command ran; no exit frame follows. */
+      readonly t: 'f';
+      /** The failure, as a WsError would carry it. */
+      readonly error: GatewayErrorBody['error'];
+    };
 
 /** The body of `POST /files/op`: one file operation on a path inside the sandbox. */
 export type GatewayFileOp =
-  | { readonly op: 'stat'; readonly path: string }
-  | { readonly op: 'list'; readonly path: string }
-  | { readonly op: 'remove'; readonly path: string; readonly recursive?: boolean; readonly force?: boolean }
-  | { readonly op: 'mkdir'; readonly path: string; readonly recursive?: boolean }
-  | { readonly op: 'rename'; readonly path: string; readonly to: string };
+  | {
+      /** Describes the path. */
+      readonly op: 'stat';
+      /** The path to describe. */
+      readonly path: string;
+    }
+  | {
+      /** Lists a directory's entries. */
+      readonly op: 'list';
+      /** The directory to list. */
+      readonly path: string;
+    }
+  | {
+      /** Removes a file or directory. */
+      readonly op: 'remove';
+      /** The path to remove. */
+      readonly path: string;
+      /** Remove a directory and everything below it. Default: false, a directory is refused. */
+      readonly recursive?: boolean;
+      /** A missing path is not an error. Default: false. */
+      readonly force?: boolean;
+    }
+  | {
+      /** Creates a directory. */
+      readonly op: 'mkdir';
+      /** The directory to create. */
+      readonly path: string;
+      /** Create missing parents, and accept an existing directory. Default: false. */
+      readonly recursive?: boolean;
+    }
+  | {
+      /** Moves a file or directory. */
+      readonly op: 'rename';
+      /** The path to move. */
+      readonly path: string;
+      /** Where it goes. */
+      readonly to: string;
+    };
 
 /** The body of `POST /mcp/sessions`: the server to start and the (agent, session) scope it serves. */
 export interface GatewayMcpConnect {

@@ -20,10 +20,30 @@ import { PortWatch, upgradeToMux } from './proxied.js';
  *   {@link STDIO_IDLE_EXIT_MS} exits, so one left by a host that died does not run on.
  */
 export type GatewaySocketPlace =
-  | { readonly kind: 'pinned'; readonly inside: string; readonly shared: string; readonly pinned: string }
-  | { readonly kind: 'relay'; readonly inside: string; readonly sandbox: Sandbox }
-  | { readonly kind: 'stdio' }
   | {
+      /** A socket in a folder both sides see, reached through the host's own hard link. */
+      readonly kind: 'pinned';
+      /** The folder, as a path inside the sandbox, where the gateway creates its socket. */
+      readonly inside: string;
+      /** The same folder, as a path on the host. */
+      readonly shared: string;
+      /** The host's private folder that holds its hard link to the socket. */
+      readonly pinned: string;
+    }
+  | {
+      /** A socket reached through a command run in the sandbox for each request. */
+      readonly kind: 'relay';
+      /** The folder, as a path inside the sandbox, where the gateway creates its socket. */
+      readonly inside: string;
+      /** The sandbox that runs the relay command. */
+      readonly sandbox: Sandbox;
+    }
+  | {
+      /** No socket: streams multiplexed over the gateway's stdin and stdout. */
+      readonly kind: 'stdio';
+    }
+  | {
+      /** A port on 127.0.0.1 inside the sandbox, reached through the vendor's reverse proxy. */
       readonly kind: 'proxied';
       /**
        * Where the host reaches a port inside the sandbox: an `http:`/`https:` base URL (a vendor's
@@ -70,7 +90,12 @@ export interface SandboxGatewayOptions {
    * Over stdio: how often each side pings, and how long the host hears nothing before it fails the
    * channel. Default {@link STDIO_PING_MS} and {@link STDIO_SILENCE_MS}.
    */
-  readonly keepAlive?: { readonly pingMs: number; readonly silenceMs: number };
+  readonly keepAlive?: {
+    /** How often each side pings, in milliseconds. */
+    readonly pingMs: number;
+    /** How long the host hears nothing before it fails the channel, in milliseconds. */
+    readonly silenceMs: number;
+  };
 }
 
 const LOG_TAIL_BYTES = 4_096;

@@ -119,7 +119,7 @@ export function countEntries<W extends Workspace>(
   return { open, creating, queued, closing, leased, busy };
 }
 
-/** What {@link WorkspaceManager.list} says of one entry, `now` being `performance.now()`. */
+/** What `WorkspaceManager.list()` says of one entry, `now` being `performance.now()`. */
 export function describeEntry<W extends Workspace>(entry: Entry<W>, now: number): WorkspaceInfo {
   const { userId, agentId, sessionId } = entry.request;
   return {

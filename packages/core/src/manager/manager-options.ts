@@ -43,7 +43,7 @@ export interface AcquireOptions extends WorkspaceRequest, CallOptions {
   timeoutMs?: number;
 }
 
-/** One workspace a manager holds, as {@link WorkspaceManager.list} describes it. */
+/** One workspace a manager holds, as `WorkspaceManager.list()` describes it. */
 export interface WorkspaceInfo {
   /** Its id. */
   readonly workspaceId: string;
