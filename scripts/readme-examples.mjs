@@ -7,6 +7,8 @@
 //   ```js docker emulators VENDOR
 //                    the same, with @ws/emulators and VENDOR's SDK installed (e2b, daytona, k8s,
 //                    opensandbox); the package checks run it in the `VENDOR-emulated` install
+//   ```js otel       the same, with the OpenTelemetry API and SDK installed (run by the docs tests,
+//                    where the repository has them; not by the package checks)
 //   ```ts            type-checked as a module (strict, NodeNext)
 // A `<!-- example-prelude … -->` comment on the lines right before a fence is prepended to the block
 // when it is checked: it declares what a fragment assumes (a `workspace`, a `sessionId`…).

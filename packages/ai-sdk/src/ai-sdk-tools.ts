@@ -23,7 +23,10 @@ import { offloadModelMessages } from './offload-messages.js';
 import { toAiSdkToolOutput } from './tool-output.js';
 
 /** An AI SDK tool made from a workspace tool: its `execute` resolves to the workspace's `ToolResult`. */
-export type AiSdkTool = SdkTool<unknown, ToolResult> & { type: 'dynamic' };
+export type AiSdkTool = SdkTool<unknown, ToolResult> & {
+  /** Always `'dynamic'`: the tool's input and output types are known only at run time. */
+  type: 'dynamic';
+};
 
 /**
  * Which tools wait for the user's approval (the AI SDK's `needsApproval`):
@@ -63,8 +66,12 @@ export interface AiSdkToolsOptions extends ToolsetOptions, AiSdkToolOptions {
 
 /** The hook {@link aiSdkTools} returns with `offload` on: pass it as `prepareStep`. */
 export type OffloadPrepareStep = (options: {
+  /** The conversation the next step would send to the model. */
   readonly messages: ModelMessage[];
-}) => Promise<{ messages?: ModelMessage[] }>;
+}) => Promise<{
+  /** The conversation to send instead, with its oldest messages offloaded; absent: send it unchanged. */
+  messages?: ModelMessage[];
+}>;
 
 /** A workspace as AI SDK tools: pass `tools` and `instructions` to `generateText` / `streamText`. */
 export interface AiSdkToolset {
@@ -184,9 +191,12 @@ function makeTool(tool: Tool, options: AiSdkToolOptions, shown: ShownResult | un
     ...(tool.annotations.title === undefined ? {} : { title: tool.annotations.title }),
     inputSchema: jsonSchema((strictSchema ?? tool.inputSchema) as JSONSchema7),
     ...(needsApproval ? { needsApproval } : {}),
-    execute: async (input, { abortSignal }) => {
+    execute: async (input, { abortSignal, toolCallId }) => {
       const args = strictSchema ? dropStrictNulls(input, tool.inputSchema) : input;
-      return tool.call(args as Record<string, unknown>, abortSignal ? { signal: abortSignal } : {});
+      return tool.call(args as Record<string, unknown>, {
+        ...(abortSignal ? { signal: abortSignal } : {}),
+        ...(toolCallId ? { toolCallId } : {}),
+      });
     },
     toModelOutput: shown
       ? async ({ toolCallId, output }) => toAiSdkToolOutput(await shown(toolCallId, output as ToolResult))

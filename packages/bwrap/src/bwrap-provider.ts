@@ -267,7 +267,7 @@ export class BwrapProvider implements Provider {
         noMcp: `no node 18 or newer is on the sandbox's PATH (the host's system folders); this process runs ${process.execPath}, which the sandbox does not see there: install node in /usr or /usr/local`,
       };
     const launcher = await this.launcher(mounts, node.path, bwrapPath, options.workspaceId, procs);
-    const link = new GatewayLink(launcher);
+    const link = new GatewayLink(launcher, options.events);
     this.link = link;
     // Not waited for: file calls go through commands while it starts.
     link.startInBackground();

@@ -10,6 +10,7 @@
 export type { AttachedRecords } from './backend/attachments.js';
 export { Attachments, readAttachedRecords } from './backend/attachments.js';
 export { boundedReadFile, READ_FILE_MAX_BYTES, withBoundedReads } from './backend/bounded-read.js';
+export { DEBUG_NAMESPACES, debugEnabled, debugLine } from './backend/debug-log.js';
 export type { WorkspaceEngineOptions } from './backend/engine.js';
 export { WorkspaceEngine } from './backend/engine.js';
 export type { ExecResultInit } from './backend/exec-result.js';
@@ -57,6 +58,7 @@ export type {
   McpToolInfo,
 } from './backend/mcp-connector.js';
 export { toolResultFromMcp } from './backend/mcp-convert.js';
+export type { BackendEventSink } from './backend/observer.js';
 export type {
   OffloadOption,
   OffloadSettings,
@@ -109,6 +111,7 @@ export {
   writeThroughTemporary,
 } from './backend/write-through-temporary.js';
 export { abortError, fromErrno, throwIfAborted } from './contracts/errors.js';
+export type { BackendEvent } from './contracts/events.js';
 export type { WorkspaceLimit } from './contracts/sandbox-policy.js';
 export { DEFAULT_PIDS_LIMIT } from './contracts/sandbox-policy.js';
 export {

@@ -8,6 +8,7 @@
 export { generateId, isValidId, validateId } from './backend/ids.js';
 export type { WsErrorCode, WsErrorOptions } from './contracts/errors.js';
 export { isWsError, WsError } from './contracts/errors.js';
+export type { WorkspaceEvent, WorkspaceEventListener } from './contracts/events.js';
 export type {
   McpClient,
   McpHttpTransport,

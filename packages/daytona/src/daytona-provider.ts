@@ -120,6 +120,11 @@ export class DaytonaProvider implements Provider {
       ? await readySandbox(usable[0], this.timeoutSeconds)
       : await this.create(daytona, workspaceId);
     this.attachMs = performance.now() - began;
+    options.events?.({
+      type: usable[0] ? 'sandbox.reattached' : 'sandbox.created',
+      sandboxId: sandbox.id,
+      durationMs: this.attachMs,
+    });
     const home = (await sandbox.getUserHomeDir().catch(() => undefined)) || '/home/daytona';
     const workdir = `${home}/workspace`;
     const direct = new DaytonaSandbox(sandbox, workdir, this.options.env ?? {});

@@ -168,6 +168,11 @@ export class E2BProvider implements Provider {
       ? await this.connect(found[0].sandboxId, options.signal)
       : await this.create(workspaceId, options.signal);
     this.attachMs = performance.now() - began;
+    options.events?.({
+      type: found[0] ? 'sandbox.reattached' : 'sandbox.created',
+      sandboxId: sandbox.sandboxId,
+      durationMs: this.attachMs,
+    });
     if (this.options.user !== undefined) await this.requireUser(sandbox, this.options.user);
     const { template, gateway } = this.options;
     const timeoutMs = this.timeoutMs;

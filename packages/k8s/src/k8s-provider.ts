@@ -129,7 +129,17 @@ export class K8sProvider implements Provider {
     const began = performance.now();
     const objects = this.identify(options.workspaceId);
     // Both create by name (an existing object is used): safe to send again when the API server fails.
-    const retry = { safe: true, ...(options.signal ? { signal: options.signal } : {}) };
+    const events = options.events;
+    const retry = {
+      safe: true,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(events
+        ? {
+            onRetry: (tried: { attempt: number; delayMs: number; error: string }) =>
+              events({ type: 'retry', ...tried }),
+          }
+        : {}),
+    };
     // Side by side, both before the Pod: it never runs without the network policy asked for.
     await Promise.all([
       withRetry(() => objects.ensureClaim(options.signal), retry),
@@ -138,6 +148,11 @@ export class K8sProvider implements Provider {
     const { created } = await withRetry(() => objects.ensurePod(options.signal), retry);
     this.createdPod = created;
     this.attachMs = performance.now() - began;
+    options.events?.({
+      type: created ? 'sandbox.created' : 'sandbox.reattached',
+      sandboxId: `${objects.namespace}/${objects.name}`,
+      durationMs: this.attachMs,
+    });
     const direct = new K8sSandbox(new Exec(this.kubeConfig()), {
       namespace: objects.namespace,
       pod: objects.name,

@@ -56,6 +56,7 @@ export interface LangChainToolsetOptions extends ToolsetOptions, LangChainToolOp
 
 /** The state update a `beforeModel` hook returns: LangGraph's messages reducer applies it. */
 export interface MessagesUpdate {
+  /** A `RemoveMessage` of every message, then the messages that replace them. */
   readonly messages: BaseMessage[];
 }
 
@@ -217,8 +218,11 @@ function makeTool(
     func: async (input, _runManager, config): Promise<ToolMessage | string | ContentBlock[]> => {
       const args = strictSchema ? dropStrictNulls(input, tool.inputSchema) : input;
       const signal = config?.signal;
-      let result = await tool.call(args as Record<string, unknown>, signal ? { signal } : {});
       const toolCallId = toolCallIdOf(config);
+      let result = await tool.call(args as Record<string, unknown>, {
+        ...(signal ? { signal } : {}),
+        ...(toolCallId ? { toolCallId } : {}),
+      });
       if (shown) result = await shown(toolCallId, result, signal);
       const content = toolResultContent(result);
       if (toolCallId === undefined) return content;

@@ -190,7 +190,11 @@ function makeTool(
       const signal = details?.signal;
       let result: ToolResult;
       try {
-        result = await tool.call((input ?? {}) as Record<string, unknown>, signal ? { signal } : {});
+        const toolCallId = details?.toolCall?.callId;
+        result = await tool.call((input ?? {}) as Record<string, unknown>, {
+          ...(signal ? { signal } : {}),
+          ...(toolCallId ? { toolCallId } : {}),
+        });
       } catch (error) {
         // The SDK recognises its own signal's reason and ends the run as an aborted one.
         if (signal?.aborted && isWsError(error, 'ABORTED')) throw signal.reason;

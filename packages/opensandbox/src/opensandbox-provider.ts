@@ -197,6 +197,11 @@ export class OpenSandboxProvider implements Provider {
       ? await this.attachTo(found[0].sandboxId, options.signal)
       : await this.create(workspaceId, options.signal, warnings);
     this.attachMs = performance.now() - began;
+    options.events?.({
+      type: found[0] ? 'sandbox.reattached' : 'sandbox.created',
+      sandboxId: sandbox.id,
+      durationMs: this.attachMs,
+    });
     const { image, gateway } = this.options;
     const { timeoutSeconds } = this;
     const direct = new OpenSandboxSandbox(sandbox, OPENSANDBOX_WORKDIR, this.options.env ?? {});

@@ -25,10 +25,12 @@ import { SearchTools } from '../internal/tools/search-tools.js';
 import { withBoundedReads } from './bounded-read.js';
 import { generateId, validateId } from './ids.js';
 import type { McpConnector } from './mcp-connector.js';
+import { WorkspaceObserver } from './observer.js';
 import { withOomReports } from './oom-report.js';
 import { type CheckedPackages, checkPackages, installPackages } from './packages.js';
 import { completeSandbox } from './posix-fallbacks.js';
 import type { Provider, ProviderSession } from './provider.js';
+import { loadTracing } from './tracing.js';
 
 /** Options of {@link WorkspaceEngine}: the common ones plus the backend's provider. */
 export interface WorkspaceEngineOptions<P extends Provider = Provider> extends CommonWorkspaceOptions {
@@ -46,6 +48,7 @@ export interface WorkspaceEngineOptions<P extends Provider = Provider> extends C
 export class WorkspaceEngine<P extends Provider = Provider> implements Workspace {
   /** The workspace id. */
   readonly id: string;
+  /** The backend's provider, which opens, re-attaches and tears down the sandbox. */
   protected readonly provider: P;
   private readonly instructionsTemplate: string;
   private currentState: WorkspaceState = 'created';
@@ -67,6 +70,8 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   private sessionWarnings: readonly string[] = [];
   private packageWarnings: readonly string[] = [];
   private readonly packages: CheckedPackages | undefined;
+  /** Where the workspace's events go (`onEvent`, `DEBUG=ws:*`, OpenTelemetry). */
+  private readonly observer: WorkspaceObserver;
 
   /**
    * Checks the options and does no I/O: the workspace starts at `initialize()`.
@@ -79,6 +84,10 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
     this.id =
       options.workspaceId === undefined ? generateId() : validateId(options.workspaceId, 'workspaceId');
     this.instructionsTemplate = options.instructions ?? DEFAULT_WORKSPACE_INSTRUCTIONS;
+    this.observer = new WorkspaceObserver(
+      { workspaceId: this.id, backend: this.provider.backend },
+      options.onEvent,
+    );
     this.search = new SearchTools(options.searchMode ?? 'auto');
     this.modelInputTypes = [...(options.modelInputTypes ?? DEFAULT_MODEL_INPUT_TYPES)];
     const sandbox = () => this.liveSandbox();
@@ -186,10 +195,17 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
 
   private async runInitialize(options: CallOptions): Promise<void> {
     this.currentState = 'initializing';
+    const began = performance.now();
+    const { emit } = this.observer;
     try {
-      const session = await this.provider.open({ ...options, workspaceId: this.id });
+      const [session] = await Promise.all([
+        this.provider.open({ ...options, workspaceId: this.id, events: emit }),
+        loadTracing(),
+      ]);
       const sandbox = withBoundedReads(completeSandbox(session.sandbox));
-      this.sandbox = session.oomKills ? await withOomReports(sandbox, session.oomKills) : sandbox;
+      this.sandbox = this.observer.sandbox(
+        session.oomKills ? await withOomReports(sandbox, session.oomKills) : sandbox,
+      );
       this.mcpConnector = session.mcp;
       this.session = session;
       this.openedWorkdir = session.workdir;
@@ -221,6 +237,8 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       this.seedWarnings = await this.skills.prepare({ ...options, flatSkills });
       throwIfAborted(options.signal);
       this.currentState = 'ready';
+      for (const warning of this.warnings) emit({ type: 'warning', warning });
+      emit({ type: 'workspace.opened', durationMs: performance.now() - began, workdir: session.workdir });
     } catch (error) {
       this.sandbox = undefined;
       this.mcpConnector = undefined;
@@ -228,9 +246,11 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       this.openedWorkdir = undefined;
       await this.provider.close({}).catch(() => {});
       this.currentState = 'created';
-      throw isWsError(error)
+      const failure = isWsError(error)
         ? error
         : fromErrno(error, `Initializing the ${this.provider.backend} workspace failed`);
+      emit({ type: 'workspace.open_failed', durationMs: performance.now() - began, error: failure.message });
+      throw failure;
     }
   }
 
@@ -255,6 +275,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
 
   private async runClose(options: CallOptions): Promise<void> {
     if (this.initializing) await this.initializing.catch(() => {});
+    const began = performance.now();
     const wasOpen = this.currentState === 'ready';
     this.currentState = 'closing';
     try {
@@ -268,6 +289,7 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       this.mcpConnector = undefined;
       this.session = undefined;
       this.currentState = 'closed';
+      if (wasOpen) this.observer.emit({ type: 'workspace.closed', durationMs: performance.now() - began });
     }
   }
 
@@ -285,7 +307,9 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
   async destroy(options: CallOptions = {}): Promise<void> {
     this.destroying ??= (async () => {
       await this.close(options);
-      await this.provider.destroy({ ...options, workspaceId: this.id });
+      const began = performance.now();
+      await this.provider.destroy({ ...options, workspaceId: this.id, events: this.observer.emit });
+      this.observer.emit({ type: 'workspace.destroyed', durationMs: performance.now() - began });
     })();
     await this.destroying;
   }
@@ -304,18 +328,20 @@ export class WorkspaceEngine<P extends Provider = Provider> implements Workspace
       readCache = new ReadCache();
       this.readCaches.set(agentKey, readCache);
     }
-    return createBuiltinTools({
-      sandbox: () => this.requireSandbox(),
-      workdir: this.workdir,
-      readCache,
-      search: this.search,
-      modelInputTypes: this.modelInputTypes,
-    });
+    return this.observer.tools(
+      createBuiltinTools({
+        sandbox: () => this.requireSandbox(),
+        workdir: this.workdir,
+        readCache,
+        search: this.search,
+        modelInputTypes: this.modelInputTypes,
+      }),
+    );
   }
 
   async listMcps(scope: McpScope & CallOptions = {}): Promise<McpClient[]> {
     this.requireSandbox();
-    return this.mcp.list(scope, signalOf(scope));
+    return this.observer.mcpClients(await this.mcp.list(scope, signalOf(scope)));
   }
 
   async addMcp(spec: McpServerSpec, scope: McpScope & CallOptions = {}): Promise<void> {

@@ -1,3 +1,4 @@
+import type { BackendEvent } from '../contracts/events.js';
 import type { Sandbox } from '../contracts/sandbox.js';
 import type { CallOptions, IsolationLevel } from '../contracts/workspace.js';
 import type { McpConnector } from './mcp-connector.js';
@@ -6,6 +7,12 @@ import type { McpConnector } from './mcp-connector.js';
 export interface ProviderOpenOptions extends CallOptions {
   /** The workspace's id (validated as one path segment): what the backend names and labels things by. */
   readonly workspaceId: string;
+  /**
+   * Reports what the backend does that the user may want to see: the sandbox created or re-attached,
+   * the gateway's starts and failures, images pulled, retries. The engine adds the workspace's id,
+   * backend and time, and hands it to `onEvent` and `DEBUG=ws:*`. Absent when called outside a workspace.
+   */
+  readonly events?: ((event: BackendEvent) => void) | undefined;
 }
 
 /** What a provider hands the engine once its sandbox is up. */

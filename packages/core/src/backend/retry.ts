@@ -1,4 +1,5 @@
 import { isWsError, WsError } from '../contracts/errors.js';
+import { debugLine } from './debug-log.js';
 
 /** How often, and how patiently, a call to a vendor's service is sent again. */
 export interface RetryPolicy {
@@ -20,6 +21,11 @@ export interface RetryOptions extends RetryPolicy {
   readonly safe: boolean;
   /** Ends the waiting between tries (the error is then the last failure). */
   readonly signal?: AbortSignal;
+  /**
+   * Told before each wait for another try (a workspace's `retry` event); without it the retry is
+   * printed under `DEBUG=ws:retry`.
+   */
+  readonly onRetry?: (retry: { attempt: number; delayMs: number; error: string }) => void;
 }
 
 /** How many times {@link withRetry} tries a call in all, unless told otherwise. */
@@ -81,6 +87,9 @@ export async function withRetry<T>(call: () => Promise<T>, options: RetryOptions
       const first = failure.details?.refused === true ? Math.max(base, REFUSED_DELAY_MS) : base;
       const backoff = Math.max(first / 2, first * 2 ** (attempt - 1) * (0.5 + Math.random() / 2));
       const delay = Math.min(max, typeof asked === 'number' && asked >= 0 ? asked : backoff);
+      if (options.onRetry) options.onRetry({ attempt, delayMs: delay, error: failure.message });
+      else
+        debugLine('ws:retry', `try ${attempt} failed, again in ${Math.round(delay)} ms: ${failure.message}`);
       await pause(delay, options.signal);
     }
   }

@@ -49,8 +49,11 @@ export interface EmbeddedResourceContent {
   readonly type: 'resource';
   /** The document: where it came from, its media type and its bytes, base64-encoded. */
   readonly resource: {
+    /** Where the document came from. */
     readonly uri: string;
+    /** Its media type (`application/pdf`). */
     readonly mimeType: string;
+    /** Its bytes, base64-encoded. */
     readonly blob: string;
   };
 }
@@ -96,6 +99,11 @@ export interface ToolAnnotations {
 export interface ToolCallOptions {
   /** Aborting stops the call and the work it started (a command's process group is killed). */
   signal?: AbortSignal;
+  /**
+   * The model's id for this call, when the agent framework has one: reported in the workspace's
+   * `tool.*` events and as the span attribute `gen_ai.tool.call.id`.
+   */
+  toolCallId?: string;
 }
 
 /**

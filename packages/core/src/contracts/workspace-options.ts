@@ -1,4 +1,5 @@
 import { WsError } from './errors.js';
+import type { WorkspaceEventListener } from './events.js';
 import type { McpServerSpec } from './mcp.js';
 
 /**
@@ -13,7 +14,7 @@ export interface CommonWorkspaceOptions {
   workspaceId?: string;
   /**
    * The `<workspace>` prompt template returned by `getInstructions()`, with `{backend}` and
-   * `{workdir}` placeholders. Default: {@link DEFAULT_WORKSPACE_INSTRUCTIONS}.
+   * `{workdir}` placeholders. Default: `DEFAULT_WORKSPACE_INSTRUCTIONS` (exported by `@ws/core`).
    */
   instructions?: string;
   /**
@@ -39,6 +40,13 @@ export interface CommonWorkspaceOptions {
    * host's own system (local, bwrap).
    */
   packages?: WorkspacePackages;
+  /**
+   * Receives the workspace's events as they happen: its opening (sandbox created or re-attached),
+   * the gateway's starts and restarts (with its log tail when it fails), every command (program,
+   * exit code, duration, output bytes), the bytes files move, tool calls, retries and warnings (see
+   * `WorkspaceEvent`). `DEBUG=ws:*` prints the same events to stderr without a listener.
+   */
+  onEvent?: WorkspaceEventListener;
 }
 
 /**
@@ -87,6 +95,7 @@ const COMMON_KEYS = [
   'maxLiveStatefulMcps',
   'skillPaths',
   'packages',
+  'onEvent',
 ] as const satisfies readonly (keyof CommonWorkspaceOptions)[];
 
 /** The common options out of a workspace class's options (only the ones that are set). */
@@ -207,7 +216,12 @@ export function splitOptions<T extends CommonWorkspaceOptions>(
   options: T | undefined,
   ownKeys: NoInfer<OptionKeys<T>>,
   hints?: Readonly<Record<string, string>>,
-): { common: CommonWorkspaceOptions; own: OwnOptions<T> } {
+): {
+  /** The common options that are set, for the engine. */
+  common: CommonWorkspaceOptions;
+  /** The backend's own options that are set, for its provider. */
+  own: OwnOptions<T>;
+} {
   checkOptionKeys<T>(className, options, ownKeys, hints);
   const own: Record<string, unknown> = {};
   for (const key of Object.keys(ownKeys)) {

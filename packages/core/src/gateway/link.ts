@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { throwIfAborted, WsError } from '../contracts/errors.js';
+import type { BackendEvent } from '../contracts/events.js';
 import { type GatewayChannel, GatewayClient } from './client.js';
 import { GATEWAY_PROTOCOL_VERSION } from './protocol.js';
 
@@ -58,8 +59,14 @@ export class GatewayLink {
   /** Milliseconds the last successful launch took, from its start to its first healthy answer. */
   startedMs: number | undefined;
 
-  /** Does no I/O: the gateway starts on the first `start()`. */
-  constructor(private readonly launcher: GatewayLauncher) {}
+  /**
+   * Does no I/O: the gateway starts on the first `start()`. `events` hears of each start (and
+   * restart), each failed launch and a gateway found down, with the log's tail.
+   */
+  constructor(
+    private readonly launcher: GatewayLauncher,
+    private readonly events?: ((event: BackendEvent) => void) | undefined,
+  ) {}
 
   /** True while a launch is in flight. */
   get isStarting(): boolean {
@@ -111,7 +118,16 @@ export class GatewayLink {
     let exited = false;
     void process.exited.then(() => {
       exited = true;
-      if (this.current?.process === process && !this.stopped) this.dead = 'the gateway process exited';
+      if (this.current?.process !== process || this.stopped) return;
+      const reason = 'the gateway process exited';
+      const wasUp = this.dead === undefined;
+      this.dead = reason;
+      const events = this.events;
+      if (events && wasUp)
+        void this.launcher
+          .logTail()
+          .catch(() => '')
+          .then((logTail) => events({ type: 'gateway.down', reason, logTail }));
     });
     const deadline = Date.now() + GATEWAY_START_TIMEOUT_MS;
     try {
@@ -142,6 +158,11 @@ export class GatewayLink {
     } catch (error) {
       // A launch that fails (or is aborted) leaves nothing running. Aborted by stop(), the process is
       // stopped there, as stop() was asked to (waiting for it or not).
+      if (this.events && !this.stopping.signal.aborted && !callerOptions.signal?.aborted)
+        this.events({
+          type: 'gateway.failed',
+          error: (error as Error).message ?? String(error),
+        });
       client.close();
       const stopped = process.stop().catch(() => {});
       if (this.stopping.signal.aborted) this.abandoned = stopped;
@@ -152,6 +173,12 @@ export class GatewayLink {
     this.current = { client, process, generation: this.generation };
     this.dead = undefined;
     this.startedMs = performance.now() - began;
+    this.events?.({
+      type: 'gateway.started',
+      durationMs: this.startedMs,
+      restart: this.generation > 1,
+      generation: this.generation,
+    });
     return client;
   }
 
@@ -178,6 +205,7 @@ export class GatewayLink {
     this.dead = 'the gateway stopped answering';
     current?.client.close();
     const tail = await this.launcher.logTail().catch(() => '');
+    this.events?.({ type: 'gateway.down', reason: this.dead, logTail: tail });
     return new WsError(
       'BACKEND_UNAVAILABLE',
       `The gateway is down; it restarts on the next call.${outcome}${tail ? ` Log tail:\n${tail}` : ''}`,

@@ -1,5 +1,6 @@
 import { Attachments } from '../backend/attachments.js';
 import type { ProviderSession } from '../backend/provider.js';
+import type { BackendEvent } from '../contracts/events.js';
 import type { Sandbox } from '../contracts/sandbox.js';
 import type { CallOptions } from '../contracts/workspace.js';
 import { readGatewayAsset } from './install.js';
@@ -24,12 +25,22 @@ export interface RemoteAttachmentOptions<V> {
    * Where each workspace object attached to the sandbox keeps its record (see `Attachments`), and
    * after how many ms untouched a record belongs to a host that went away.
    */
-  readonly records: { readonly folder: string; readonly staleMs: number };
+  readonly records: {
+    /** The folder inside the sandbox that holds the records, one file each. */
+    readonly folder: string;
+    /** How long a record may stay untouched before it counts as a host that went away, in milliseconds. */
+    readonly staleMs: number;
+  };
   /**
    * What keeps the sandbox alive while the workspace is open: `tick` runs every `everyMs` (its
    * failures ignored: a host that dies stops calling it), and this object's record is touched with it.
    */
-  readonly keepAlive: { readonly everyMs: number; tick(vendor: V): Promise<unknown> };
+  readonly keepAlive: {
+    /** How often `tick` runs and the record is touched, in milliseconds. */
+    readonly everyMs: number;
+    /** Tells the vendor the sandbox is in use (renews its timeout, marks activity); a failure is ignored. */
+    tick(vendor: V): Promise<unknown>;
+  };
   /** How the gateway starts in this sandbox; false: calls go through `direct`. */
   readonly gateway: false | Omit<RemoteGatewayOptions, 'direct' | 'workdir' | 'bundle'>;
   /** The backend package's module URL (`import.meta.url`): its gateway bundle sits beside it. */
@@ -94,7 +105,10 @@ export class RemoteAttachment<V> {
    * `openRemoteGateway`; without node, calls go on through `direct` with a warning), and records this object among the sandbox's users; returns the provider's session.
    * @throws WsError what the gateway's start-up or the record's write throws.
    */
-  async open(call: CallOptions, warnings: string[]): Promise<ProviderSession> {
+  async open(
+    call: CallOptions & { readonly events?: ((event: BackendEvent) => void) | undefined },
+    warnings: string[],
+  ): Promise<ProviderSession> {
     const { direct, workdir, gateway, assetUrl } = this.options;
     let session: ProviderSession = { sandbox: direct, workdir, warnings };
     if (gateway !== false) {

@@ -1,6 +1,7 @@
 import { completeSandbox } from '../backend/posix-fallbacks.js';
 import type { ProviderSession } from '../backend/provider.js';
 import { isWsError, WsError } from '../contracts/errors.js';
+import type { BackendEvent } from '../contracts/events.js';
 import type { Sandbox, SandboxProcess } from '../contracts/sandbox.js';
 import type { CallOptions } from '../contracts/workspace.js';
 import { GatewayMcpConnector } from './gateway-mcp.js';
@@ -77,7 +78,7 @@ type Prepared = { readonly node: string; readonly bundle: string } | { readonly 
  */
 export async function openRemoteGateway(
   options: RemoteGatewayOptions,
-  _call: CallOptions,
+  call: CallOptions & { readonly events?: ((event: BackendEvent) => void) | undefined },
   warnings: string[],
 ): Promise<RemoteGatewaySession> {
   const { direct, workdir } = options;
@@ -96,6 +97,7 @@ export async function openRemoteGateway(
         ),
       );
     }),
+    call.events,
   );
   const failed = (error: unknown) => {
     // No node: said once already, with what happens meanwhile.

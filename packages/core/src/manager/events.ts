@@ -1,3 +1,4 @@
+import { debugLine } from '../backend/debug-log.js';
 import type { WsError } from '../contracts/errors.js';
 
 /** Why a managed workspace was closed. */
@@ -6,18 +7,40 @@ export type WorkspaceCloseReason = 'closed' | 'evicted' | 'disposed';
 /** What the manager reports, by event name. */
 export interface WorkspaceManagerEvents<W> {
   /** A workspace was created and initialized; `durationMs` is how long that took. */
-  open: { readonly workspaceId: string; readonly workspace: W; readonly durationMs: number };
+  open: {
+    /** The workspace's id. */
+    readonly workspaceId: string;
+    /** The initialized workspace. */
+    readonly workspace: W;
+    /** How long creating and initializing it took, in milliseconds. */
+    readonly durationMs: number;
+  };
   /** A workspace finished closing (successfully or not: a failure also emits `error`). */
-  close: { readonly workspaceId: string; readonly reason: WorkspaceCloseReason };
+  close: {
+    /** The workspace's id. */
+    readonly workspaceId: string;
+    /** Why it was closed. */
+    readonly reason: WorkspaceCloseReason;
+  };
   /**
    * The manager chose to close a workspace nobody held: idle past the TTL (`idle`), or the least
    * recently used one while callers waited for a slot (`capacity`). `idleMs` is how long it sat unused.
    */
-  evict: { readonly workspaceId: string; readonly reason: 'idle' | 'capacity'; readonly idleMs: number };
+  evict: {
+    /** The workspace's id. */
+    readonly workspaceId: string;
+    /** `idle`: unused past the TTL; `capacity`: the least recently used while callers waited for a slot. */
+    readonly reason: 'idle' | 'capacity';
+    /** How long it sat unused, in milliseconds. */
+    readonly idleMs: number;
+  };
   /** A failure with no caller to throw to, or one also thrown to the callers of an `open`. */
   error: {
+    /** The workspace's id. */
     readonly workspaceId: string;
+    /** What failed: opening or closing the workspace. */
     readonly operation: 'open' | 'close';
+    /** The failure. */
     readonly error: WsError;
   };
 }
@@ -52,6 +75,7 @@ export class ManagerEvents<W> {
   }
 
   emit<K extends keyof WorkspaceManagerEvents<W>>(name: K, event: WorkspaceManagerEvents<W>[K]): void {
+    debugLine('ws:manager', describeManagerEvent(String(name), event as ManagerEventFields));
     for (const listener of [...(this.listeners.get(name) ?? [])]) {
       try {
         (listener as WorkspaceManagerListener<W, K>)(event);
@@ -64,4 +88,25 @@ export class ManagerEvents<W> {
       }
     }
   }
+}
+
+/** The fields the manager's events may have, for their `DEBUG=ws:manager` line. */
+interface ManagerEventFields {
+  readonly workspaceId: string;
+  readonly durationMs?: number;
+  readonly reason?: string;
+  readonly idleMs?: number;
+  readonly operation?: string;
+  readonly error?: WsError;
+}
+
+function describeManagerEvent(name: string, event: ManagerEventFields): string {
+  const parts = [`${name} ${event.workspaceId}`];
+  if (event.durationMs !== undefined) parts.push(`in ${Math.round(event.durationMs)} ms`);
+  if (event.reason !== undefined)
+    parts.push(
+      `(${event.reason}${event.idleMs !== undefined ? `, idle ${Math.round(event.idleMs)} ms` : ''})`,
+    );
+  if (event.error) parts.push(`${event.operation ?? ''} failed: ${event.error.message}`);
+  return parts.join(' ');
 }

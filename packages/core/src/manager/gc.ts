@@ -1,3 +1,4 @@
+import { debugLine } from '../backend/debug-log.js';
 import { throwIfAborted, WsError } from '../contracts/errors.js';
 import type { CallOptions } from '../contracts/workspace.js';
 
@@ -88,12 +89,20 @@ export class GcLedger {
   keep(resource: GcResource, reason: GcKeepReason, error?: WsError): void {
     this.listed.push(resource);
     this.kept.push({ ...resource, reason, ...(error ? { error } : {}) });
+    debugLine(
+      'ws:reap',
+      `kept ${resource.kind} ${resource.name} (${reason}, idle ${Math.round(resource.idleMs / 1000)} s)${error ? `: ${error.message}` : ''}`,
+    );
   }
 
   /** Records a resource as listed and removed (in a dry run: would have been). */
   remove(resource: GcResource): void {
     this.listed.push(resource);
     this.removed.push(resource);
+    debugLine(
+      'ws:reap',
+      `${this.options.dryRun ? 'would remove' : 'removed'} ${resource.kind} ${resource.name} (idle ${Math.round(resource.idleMs / 1000)} s)`,
+    );
   }
 
   /** The report. */
@@ -121,7 +130,12 @@ export class GcLedger {
  * @throws WsError `INVALID_ARGUMENT` for a missing or negative `olderThanMs`, an empty or non-string
  *   `owner`, a non-boolean `dryRun`; `ABORTED` when `signal` already fired.
  */
-export function checkGcOptions<O extends GcOptions>(options: O): O & { dryRun: boolean } {
+export function checkGcOptions<O extends GcOptions>(
+  options: O,
+): O & {
+  /** Whether to only report what would be removed; false when `dryRun` was not given. */
+  dryRun: boolean;
+} {
   if (typeof options !== 'object' || options === null)
     throw new WsError('INVALID_ARGUMENT', 'gc() needs an options object with olderThanMs');
   throwIfAborted(options.signal);
