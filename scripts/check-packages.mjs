@@ -38,6 +38,13 @@ const VENDOR_SDKS = [
   '@kubernetes/client-node',
   '@alibaba-group/opensandbox',
 ];
+/**
+ * Declares an MCP server whose command does not exist on a local workspace: `failed` is the error, which
+ * says what to install when the MCP SDK is missing, and is the server's own failure when it is there.
+ */
+const MCP_SMOKE =
+  "const failed = await workspace.addMcp({ name: 'smoke', transport: { type: 'stdio', command: 'ws-no-such-mcp-server' } }).then(() => undefined, (error) => error);";
+
 /** What no install may bring: the PDF stack that once weighed 95 MB, and native canvas bindings. */
 const NEVER = ['pdfjs-dist', 'pdf-lib', '@napi-rs/canvas', 'canvas'];
 
@@ -50,10 +57,20 @@ const SCENARIOS = [
     forbids: [...VENDOR_SDKS, '@modelcontextprotocol/sdk'],
   },
   {
+    // The MCP SDK is an optional peer of @ws/local: a workspace without MCP servers does without it,
+    // and one that declares a server is told what to install.
     name: 'local',
     packages: ['@ws/core', '@ws/local'],
+    brings: [],
+    forbids: [...VENDOR_SDKS, '@modelcontextprotocol/sdk'],
+    smoke: `${MCP_SMOKE} if (!String(failed?.message).includes('npm install @modelcontextprotocol/sdk')) throw new Error('expected the install hint, got: ' + failed?.message);`,
+  },
+  {
+    name: 'local-mcp',
+    packages: ['@ws/core', '@ws/local', '@modelcontextprotocol/sdk@1.32.2'],
     brings: ['@modelcontextprotocol/sdk'],
     forbids: VENDOR_SDKS,
+    smoke: `${MCP_SMOKE} if (String(failed?.message).includes('is not installed')) throw new Error('the SDK was not found: ' + failed?.message);`,
   },
   { name: 'bwrap', packages: ['@ws/core', '@ws/bwrap'], brings: [], forbids: VENDOR_SDKS },
   {
@@ -400,7 +417,9 @@ async function install(scenario, tarballs, scratch) {
     join(dir, 'package.json'),
     `${JSON.stringify({ name: `consumer-${scenario.name}`, private: true, type: 'module' }, null, 2)}\n`,
   );
+  // Ours from their tarballs; another package (an optional peer) from the registry, as a user adds it.
   const files = scenario.packages.map((name) => {
+    if (!name.startsWith('@ws/')) return name;
     const tarball = tarballs.get(name);
     if (!tarball) throw new Error(`no tarball for ${name}`);
     return tarball;
@@ -451,7 +470,7 @@ async function runSmoke(scenario, dir) {
   ].join('\n');
   try {
     await run(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, timeout: 60_000 });
-    console.log(`  ${scenario.packages.at(-1)} hands a workspace's tools to its framework`);
+    console.log(`  ${scenario.name}: the smoke check passed (${scenario.packages.at(-1)})`);
   } catch (error) {
     fail(`${scenario.name}: the smoke check failed:\n${error.stderr ?? error.message}`);
   }

@@ -1,4 +1,4 @@
-import type { McpServerSpec } from '@ws/core';
+import { type McpServerSpec, WsError } from '@ws/core';
 import {
   type McpConnector,
   type McpScopeKey,
@@ -23,10 +23,35 @@ export function usesSseTransport(url: string, type: 'http' | 'sse' | 'streamable
   return mcpHttpProtocol({ type, url }) === 'sse';
 }
 
+/** The package the host's MCP clients need: an optional peer dependency of `@ws/local`. */
+export const MCP_SDK_PACKAGE = '@modelcontextprotocol/sdk';
+
+/**
+ * The module that speaks MCP through the SDK, loaded once it is needed.
+ * @throws WsError `CAPABILITY_UNSUPPORTED` naming the package to install when the SDK is not installed.
+ */
+async function loadSdkSession(): Promise<typeof import('./mcp-sdk-session.js')> {
+  try {
+    return await import('./mcp-sdk-session.js');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const missing =
+      (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+      String((error as Error).message).includes(MCP_SDK_PACKAGE);
+    if (!missing) throw error;
+    throw new WsError(
+      'CAPABILITY_UNSUPPORTED',
+      `MCP servers on the local backend need ${MCP_SDK_PACKAGE}, which is not installed: npm install ${MCP_SDK_PACKAGE}`,
+      { cause: error, details: { package: MCP_SDK_PACKAGE } },
+    );
+  }
+}
+
 /**
  * Runs MCP clients on the host with `@modelcontextprotocol/sdk`: stdio servers as child processes,
  * HTTP servers over streamable HTTP (or SSE: see {@link usesSseTransport}). The SDK is loaded on the first
- * connection, so a workspace that declares no MCP server never pays for it.
+ * connection, so a workspace that declares no MCP server never pays for it; it is an optional peer
+ * dependency of `@ws/local`, and an MCP server declared without it fails with an error naming it.
  */
 export class HostMcpConnector implements McpConnector {
   constructor(private readonly options: HostMcpConnectorOptions) {}
@@ -37,7 +62,7 @@ export class HostMcpConnector implements McpConnector {
     options: { signal?: AbortSignal } = {},
   ): Promise<McpSession> {
     throwIfAborted(options.signal);
-    const { connectSdkSession } = await import('./mcp-sdk-session.js');
+    const { connectSdkSession } = await loadSdkSession();
     return connectSdkSession(spec, this.options, options);
   }
 }
