@@ -54,7 +54,7 @@ import { CONTAINER_WORKDIR, DockerSandbox } from './docker-sandbox.js';
 import { giveFolder, resolveContainerUser } from './docker-user.js';
 import type { DockerWorkspaceOptions } from './docker-workspace.js';
 import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
-import { missingImageHint } from './image-build.js';
+import { obtainImage } from './image-pull.js';
 
 /** Options of {@link DockerProvider}: the workspace class's own (documented there), the image resolved. */
 export type DockerProviderOptions = Omit<
@@ -207,9 +207,14 @@ export class DockerProvider implements Provider {
     // Recorded before attaching, so that another object closing meanwhile sees this one.
     this.attachment = await recordAttachment(await privateHostDir(join(runtime, 'users')));
     if (this.options.hostWorkdir !== undefined) await makeHostDirs(resolve(this.options.hostWorkdir), 0o700);
-    const container = await this.attachOrCreate(shared);
+    const { container, created } = await this.attachOrCreate(shared, options);
     this.container = container;
     this.attachMs = performance.now() - started;
+    options.events?.({
+      type: created ? 'sandbox.created' : 'sandbox.reattached',
+      sandboxId: this.name,
+      durationMs: this.attachMs,
+    });
     const owner = this.options.user
       ? await resolveContainerUser(container, this.options.user, this.options.image)
       : this.runAs;
@@ -247,6 +252,7 @@ export class DockerProvider implements Provider {
           channel: this.options.gatewayChannel,
         }),
       ),
+      options.events,
     );
     this.link = link;
     const warnings: string[] = [];
@@ -341,8 +347,12 @@ export class DockerProvider implements Provider {
       );
   }
 
-  private async attachOrCreate(shared: string): Promise<Docker.Container> {
+  private async attachOrCreate(
+    shared: string,
+    options: ProviderOpenOptions,
+  ): Promise<{ container: Docker.Container; created: boolean }> {
     const container = this.docker.getContainer(this.name);
+    let created = false;
     // While another process creates the container, its name is taken (409) before it can be inspected
     // (404): wait a little and look again.
     for (let attempt = 0; attempt < 50; attempt++) {
@@ -357,13 +367,14 @@ export class DockerProvider implements Provider {
             if (statusOf(error) !== 304) throw error;
           });
         }
-        return container;
+        return { container, created };
       } catch (error) {
         if (error instanceof WsError) throw error;
         if (statusOf(error) !== 404) throw translateDockerError(error, `inspecting ${this.name}`);
       }
       try {
-        await this.create(shared);
+        await this.create(shared, options);
+        created = true;
       } catch (error) {
         // 409: another process created the same container first; attach to it on the next round.
         if (statusOf(error) !== 409) throw error;
@@ -373,19 +384,16 @@ export class DockerProvider implements Provider {
     throw new WsError('CONFLICT', `The container ${this.name} kept changing while being attached`);
   }
 
-  private async create(shared: string): Promise<void> {
+  private async create(shared: string, options: ProviderOpenOptions): Promise<void> {
     const { image } = this.options;
-    try {
-      await this.docker.getImage(image).inspect();
-    } catch {
-      throw new WsError(
-        'BACKEND_UNAVAILABLE',
-        `The image ${image} is not present in the Docker engine; ${missingImageHint(image)}`,
-        {
-          details: { image },
-        },
-      );
-    }
+    const events = options.events;
+    await obtainImage(this.docker, image, {
+      pull: this.options.pull ?? 'missing',
+      signal: options.signal,
+      progress: events ? (progress) => events({ type: 'image.progress', image, progress }) : undefined,
+    }).catch((error: unknown) => {
+      throw isWsError(error) ? error : translateDockerError(error, `looking for the image ${image}`);
+    });
     const binds = [`${shared}:${GATEWAY_RUN}:rw`];
     // The gateway bundle, from a host folder the container reads but cannot write: nothing to upload.
     if (this.options.gateway !== false)

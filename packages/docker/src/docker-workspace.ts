@@ -16,6 +16,7 @@ import {
   type EnsureDockerImageOptions,
   ensureDockerImage,
 } from './image-build.js';
+import type { DockerPullPolicy } from './image-pull.js';
 
 // The image used when none is given: get it with `npx ws-docker-image` or `DockerWorkspace.ensureImage()`.
 export { DEFAULT_DOCKER_IMAGE };
@@ -26,6 +27,13 @@ export interface DockerWorkspaceOptions
     Omit<SandboxPolicyOptions, 'network'> {
   /** The image; any image with `sh` works (without `node` there is no gateway and no MCP). Default: {@link DEFAULT_DOCKER_IMAGE}. */
   image?: string;
+  /**
+   * Whether the opening pulls `image` when the engine does not have it: `missing` (default) pulls it
+   * from its registry (the default image from `DEFAULT_DOCKER_IMAGE_SOURCE`, tagged under its own
+   * name), reporting progress as `image.progress` events; `never` fails at once. Where it cannot be
+   * pulled, the error says in one line how to build it offline (`npx ws-docker-image`).
+   */
+  pull?: DockerPullPolicy;
   /** Host directory bind-mounted at `/workspace`: files persist on the host. */
   hostWorkdir?: string;
   /** Named volume mounted at `/workspace`: files persist in the volume (`destroy()` removes it). */
@@ -88,6 +96,7 @@ export interface DockerWorkspaceOptions
 
 const DOCKER_KEYS: OptionKeys<DockerWorkspaceOptions> = {
   image: true,
+  pull: true,
   hostWorkdir: true,
   volume: true,
   env: true,
@@ -114,7 +123,9 @@ export class DockerWorkspace extends WorkspaceEngine<DockerProvider> {
   /**
    * Makes sure the workspace image is in the Docker engine, so that `open()` can start a container:
    * resolves at once, reporting nothing, when the engine has `image` (default
-   * {@link DEFAULT_DOCKER_IMAGE}), whatever built it. Otherwise builds it as `npx ws-docker-image`
+   * {@link DEFAULT_DOCKER_IMAGE}), whatever built it. The default image, with no `from` or `base`
+   * given, is pulled from where the release publishes it (`DEFAULT_DOCKER_IMAGE_SOURCE`) when a
+   * registry answers (`pulled: true`). Otherwise builds it as `npx ws-docker-image`
    * does (with `<image>-bare`, the same without node and ripgrep), reporting each progress line
    * (`[12s] step`) to `onProgress`: `from: 'debian'` (default) needs no registry (debootstrap from
    * Debian's mirror; root, debootstrap and the docker CLI), `from: 'dockerfile'` runs `docker build`

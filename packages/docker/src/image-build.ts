@@ -7,6 +7,7 @@ import { isWsError, WsError } from '@ws/core';
 import { abortError, throwIfAborted } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { buildFromDebian } from './image-debian.js';
+import { DEFAULT_DOCKER_IMAGE_SOURCE, pullImage } from './image-pull.js';
 
 /** The image used when none is given: get it with `npx ws-docker-image` or `DockerWorkspace.ensureImage()`. */
 export const DEFAULT_DOCKER_IMAGE = 'ws-workspace:bookworm';
@@ -65,8 +66,10 @@ export interface BuildDockerImageOptions {
 export interface DockerImageResult {
   /** The image's tag. */
   image: string;
-  /** Whether this call built it (false: it was there already, or up to date). */
+  /** Whether this call built it (false: it was there already, up to date, or pulled). */
   built: boolean;
+  /** True when this call pulled it from its registry instead of building it. */
+  pulled?: boolean;
   /** The image's size in bytes, as the engine reports it. */
   sizeBytes: number;
   /** Seconds the call took. */
@@ -187,6 +190,25 @@ export async function ensureDockerImage(options: EnsureDockerImageOptions = {}):
   const docker = dockerClient(options.client);
   const present = await inspectImage(docker, image);
   if (present !== undefined) return { image, built: false, sizeBytes: present.Size, seconds: 0 };
+  // The published default image, when a registry is reachable and no build source was asked for.
+  if (image === DEFAULT_DOCKER_IMAGE && options.from === undefined && options.base === undefined) {
+    const began = performance.now();
+    const pulled = await pullDefaultImage(docker, options).catch((error: unknown) => {
+      if (options.signal?.aborted) throw error;
+      options.onProgress?.(
+        `pulling ${DEFAULT_DOCKER_IMAGE_SOURCE} failed (${(error as Error).message.split('\n')[0]}); building it instead`,
+      );
+      return undefined;
+    });
+    if (pulled)
+      return {
+        image,
+        built: false,
+        pulled: true,
+        sizeBytes: pulled.Size,
+        seconds: (performance.now() - began) / 1000,
+      };
+  }
   return buildDockerImage({
     tag: image,
     client: docker,
@@ -196,6 +218,21 @@ export async function ensureDockerImage(options: EnsureDockerImageOptions = {}):
     ...(options.onProgress !== undefined ? { onProgress: options.onProgress } : {}),
     ...(options.signal !== undefined ? { signal: options.signal } : {}),
   });
+}
+
+/** Pulls the published default image and tags it under its own name; its inspection after. */
+async function pullDefaultImage(
+  docker: Docker,
+  options: EnsureDockerImageOptions,
+): Promise<Docker.ImageInspectInfo | undefined> {
+  options.onProgress?.(`pulling ${DEFAULT_DOCKER_IMAGE_SOURCE}`);
+  await pullImage(docker, DEFAULT_DOCKER_IMAGE_SOURCE, {
+    signal: options.signal,
+    progress: options.onProgress,
+  });
+  const [repo, tag] = DEFAULT_DOCKER_IMAGE.split(':') as [string, string];
+  await docker.getImage(DEFAULT_DOCKER_IMAGE_SOURCE).tag({ repo, tag });
+  return inspectImage(docker, DEFAULT_DOCKER_IMAGE);
 }
 
 /** Progress lines `[12s] step`, and a line every few seconds while a step runs quietly. */

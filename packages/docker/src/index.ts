@@ -9,4 +9,5 @@ export {
   type DockerImageSource,
   type EnsureDockerImageOptions,
 } from './image-build.js';
+export { DEFAULT_DOCKER_IMAGE_SOURCE, type DockerPullPolicy } from './image-pull.js';
 export { type DockerGcOptions, dockerReaper, gcDocker, removeOwnedContainers } from './reap.js';
