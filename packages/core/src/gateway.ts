@@ -51,6 +51,7 @@ export {
   refusingLauncher,
   STDIO_IDLE_EXIT_MS,
   STDIO_PING_MS,
+  STDIO_SILENCE_MS,
   sandboxGatewayLauncher,
 } from './gateway/start.js';
 export { normalizeMcpSpec } from './internal/mcp/spec.js';
