@@ -194,12 +194,7 @@ export class WorkspaceObserver {
             span.end();
             return result;
           } catch (error) {
-            this.emit({
-              type: 'command.failed',
-              command,
-              durationMs: performance.now() - began,
-              error: errorText(error),
-            });
+            this.commandFailed(command, began, error);
             span.end({ type: errorType(error), message: errorText(error) });
             throw error;
           }
@@ -214,12 +209,7 @@ export class WorkspaceObserver {
       try {
         process = await sandbox.spawn(argv, options);
       } catch (error) {
-        this.emit({
-          type: 'command.failed',
-          command,
-          durationMs: performance.now() - began,
-          error: errorText(error),
-        });
+        this.commandFailed(command, began, error);
         throw error;
       }
       void process.exited.then(
@@ -289,6 +279,15 @@ export class WorkspaceObserver {
         const value: unknown = Reflect.get(target, key, target);
         return typeof value === 'function' ? value.bind(target) : value;
       },
+    });
+  }
+
+  private commandFailed(command: string, began: number, error: unknown): void {
+    this.emit({
+      type: 'command.failed',
+      command,
+      durationMs: performance.now() - began,
+      error: errorText(error),
     });
   }
 
