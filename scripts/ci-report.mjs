@@ -109,10 +109,23 @@ if (timingsFile && existsSync(timingsFile)) {
   if (unfinished.length > 0)
     console.log(`  never finished: ${unfinished.map((file) => `${file.project} ${file.file}`).join(', ')}`);
 
+  // A run fails without a failed case when a hook, an import or an unhandled rejection fails: say
+  // which, last, where a truncated log still shows it.
+  const fileErrors = timings.files.filter((file) => (file.errors ?? []).length > 0);
+  const unhandled = timings.unhandledErrors ?? [];
+  const failedOutsideCases = fileErrors.length > 0 || unhandled.length > 0;
+
   const cases = [...timings.cases].sort((a, b) => b.durationMs - a.durationMs).slice(0, slowest);
   console.log(`\nthe ${cases.length} slowest cases`);
   table(
     ['time', 'suite', 'case'],
     cases.map((entry) => [seconds(entry.durationMs), entry.project, `${entry.file} > ${entry.name}`]),
   );
+
+  if (failedOutsideCases) {
+    console.log(`\nerrors outside any case (the run ended ${timings.reason ?? 'failed'})`);
+    for (const file of fileErrors)
+      for (const error of file.errors) console.log(`  ${file.project} ${file.file}: ${error}`);
+    for (const error of unhandled) console.log(`  unhandled: ${error}`);
+  }
 }

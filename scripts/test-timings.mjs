@@ -50,20 +50,46 @@ export default class TestTimings {
       });
     }
     entry.counts = counts;
-    const errors = testModule.errors();
-    if (errors.length > 0) entry.errors = errors.map((error) => String(error.message).split('\n')[0]);
+    // A hook that fails belongs to its suite, not to a case: the run fails with every case passed.
+    const errors = [
+      ...testModule.errors(),
+      ...[...testModule.children.allSuites()].flatMap((suite) => suite.errors()),
+    ];
+    if (errors.length > 0) entry.errors = errors.map(describeError);
   }
 
-  onTestRunEnd() {
+  /**
+   * @param {ReadonlyArray<unknown>} _modules
+   * @param {ReadonlyArray<{ message?: string, name?: string, stack?: string }>} unhandledErrors
+   * @param {string} reason
+   */
+  onTestRunEnd(_modules, unhandledErrors = [], reason = 'passed') {
     mkdirSync(dirname(this.outputFile), { recursive: true });
     writeFileSync(
       this.outputFile,
       JSON.stringify({
         startedAt: this.startedAt,
         endedAt: Date.now(),
+        reason,
         files: [...this.files.values()],
         cases: this.cases,
+        unhandledErrors: unhandledErrors.map(describeError),
       }),
     );
   }
+}
+
+/**
+ * An error as a few lines: its message and the first frames of its stack, enough to find where it
+ * came from when a run fails outside any case (a hook, an import, an unhandled rejection).
+ * @param {{ message?: string, name?: string, stack?: string }} error
+ */
+function describeError(error) {
+  const message = `${error?.name ? `${error.name}: ` : ''}${String(error?.message ?? error)}`;
+  const frames = String(error?.stack ?? '')
+    .split('\n')
+    .filter((line) => /^\s+at /.test(line))
+    .slice(0, 4)
+    .map((line) => line.trim());
+  return [message.split('\n').slice(0, 6).join('\n'), ...frames].join('\n    ');
 }
