@@ -18,11 +18,14 @@ import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 
 /**
  * Force-removes every workspace container carrying the owner tag `owner` (the `owner` option of
- * `DockerWorkspace`), running or not, and returns their names. Files in bind mounts and volumes stay.
+ * `DockerWorkspace`), running or not, with each one's runtime folder on this host (its sockets and
+ * attachment records, under `options.hostRuntimeDir` when the workspaces were given one), and
+ * returns their names. Files in bind mounts and volumes stay.
  */
 export async function removeOwnedContainers(
   owner: string,
   docker: Docker | Docker.DockerOptions = new Docker(),
+  options: { readonly hostRuntimeDir?: string | undefined } = {},
 ): Promise<string[]> {
   const client = docker instanceof Docker ? docker : new Docker(docker);
   const found = await client.listContainers({
@@ -30,15 +33,19 @@ export async function removeOwnedContainers(
     filters: { label: [`${WS_LABELS.workspace}=true`, `${WS_LABELS.owner}=${owner}`] },
   });
   await Promise.all(
-    found.map((info) =>
-      client
+    found.map(async (info) => {
+      await client
         .getContainer(info.Id)
         .remove({ force: true })
         .catch((error: unknown) => {
           // Another process may have removed it meanwhile.
           if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
-        }),
-    ),
+        });
+      const workspaceId = info.Labels?.[WS_LABELS.id];
+      // The folder is named by a hash of the id: a hostile label cannot point it elsewhere.
+      if (workspaceId)
+        await rm(dockerRuntimeDir(workspaceId, options.hostRuntimeDir), { recursive: true, force: true });
+    }),
   );
   return found.map((info) => (info.Names[0] ?? info.Id).replace(/^\//, ''));
 }

@@ -8,6 +8,7 @@ import { generateId, isWsError } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import Docker from 'dockerode';
 import { afterAll, describe, expect, it } from 'vitest';
+import { dockerRuntimeDir } from '../src/docker-provider.js';
 import { DEFAULT_DOCKER_IMAGE, DockerWorkspace, dockerProblem, removeOwnedContainers } from '../src/index.js';
 
 const image = process.env.WS_DOCKER_IMAGE ?? DEFAULT_DOCKER_IMAGE;
@@ -129,7 +130,11 @@ describe.skipIf(problem !== undefined)('docker lifecycle', () => {
     const bystander = await DockerWorkspace.open({ image, owner, workspaceId: `${workspaceId}-b` });
     try {
       await workspace.getSandbox().writeFile('kept.txt', 'kept');
+      const runtime = dockerRuntimeDir(workspaceId);
+      expect(existsSync(runtime)).toBe(true);
       expect(await removeOwnedContainers(otherOwner)).toEqual([workspace.containerName]);
+      expect(existsSync(runtime)).toBe(false);
+      expect(existsSync(dockerRuntimeDir(`${workspaceId}-b`))).toBe(true);
       expect(await containersOf(workspaceId)).toHaveLength(0);
       expect(await containersOf(`${workspaceId}-b`)).toHaveLength(1);
       expect(readFileSync(join(hostWorkdir, 'kept.txt'), 'utf8')).toBe('kept');
