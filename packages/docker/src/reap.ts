@@ -25,7 +25,10 @@ import { engineUnreachable, statusOf, translateDockerError } from './errors.js';
 export async function removeOwnedContainers(
   owner: string,
   docker: Docker | Docker.DockerOptions = new Docker(),
-  options: { readonly hostRuntimeDir?: string | undefined } = {},
+  options: {
+    /** The `hostRuntimeDir` the workspaces were given, if any. */
+    readonly hostRuntimeDir?: string | undefined;
+  } = {},
 ): Promise<string[]> {
   const client = docker instanceof Docker ? docker : new Docker(docker);
   const found = await client.listContainers({
