@@ -1,4 +1,11 @@
-import type { McpServerSpec, SandboxPolicyOptions, SearchMode, Workspace, WorkspacePackages } from '@ws/core';
+import type {
+  McpServerSpec,
+  SandboxPolicyOptions,
+  SearchMode,
+  Workspace,
+  WorkspaceEventListener,
+  WorkspacePackages,
+} from '@ws/core';
 import type { PolicySupport } from '@ws/core/backend';
 
 /** The workspace shape the conformance suite drives. */
@@ -23,6 +30,8 @@ export interface CreateOptions extends SandboxPolicyOptions {
   packages?: WorkspacePackages;
   /** Forwarded as the workspace's `user`; only a target that declares `user` is asked for it. */
   user?: string;
+  /** Forwarded as the workspace's `onEvent` (only by the fault rig's cases, to its `create`). */
+  onEvent?: WorkspaceEventListener;
   /**
    * Create the workspace under the target's second owner tag: one fixed tag, other than the one
    * every other call uses, for the case that keeps two owners of one id apart. Only a target with
@@ -61,6 +70,12 @@ export interface FaultRig {
   set(mode: 'pass' | 'hang' | 'reset' | 'http-500' | 'http-429'): void;
   /** Requests the rig answered itself (`http-500`, `http-429`) so far. */
   readonly answered?: number;
+  /**
+   * Why the workspace's `retry` events cannot show a throttled open waiting (the vendor's SDK sends a
+   * request refused by a rate limit again by itself, out of the workspace's sight); absent when they
+   * must show it.
+   */
+  readonly retriesUnseen?: string;
   /**
    * A new workspace, not yet initialized, that reaches the service through the proxy only, with
    * request time limits of a few seconds, under the target's owner tag.

@@ -85,7 +85,14 @@ export type { ReapCandidate, ReapProbe } from './backend/reap-loop.js';
 export { reapCandidates, timeOf } from './backend/reap-loop.js';
 export { cwdError, enterCwd } from './backend/remote-cwd.js';
 export type { RetryOptions, RetryPolicy } from './backend/retry.js';
-export { DEFAULT_RETRY_ATTEMPTS, isRetryable, mayHaveRun, retryAfterMs, withRetry } from './backend/retry.js';
+export {
+  DEFAULT_RETRY_ATTEMPTS,
+  isRetryable,
+  mayHaveRun,
+  retryAfterMs,
+  retryEvents,
+  withRetry,
+} from './backend/retry.js';
 export type { PolicySupport, ResolvedNetwork, ResolvedPolicy } from './backend/sandbox-policy.js';
 export {
   checkSandboxPolicy,

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { isRetryable, mayHaveRun, retryAfterMs, withRetry } from '../src/backend.js';
+import {
+  type BackendEvent,
+  isRetryable,
+  mayHaveRun,
+  retryAfterMs,
+  retryEvents,
+  withRetry,
+} from '../src/backend.js';
 import { isWsError, WsError } from '../src/index.js';
 
 const unavailable = (details?: Record<string, unknown>) =>
@@ -88,6 +95,19 @@ describe('withRetry', () => {
     setTimeout(() => controller.abort(), 20);
     await expect(running).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' });
     expect(call.tries).toBe(2);
+  });
+
+  it("tells a workspace's listeners of each wait as a retry event, and nobody without one", async () => {
+    const events: BackendEvent[] = [];
+    const call = flaky([unavailable({ refused: true, retryAfterMs: 3 }), unavailable()]);
+    expect(
+      await withRetry(call.call, { safe: true, ...quick, ...retryEvents((event) => events.push(event)) }),
+    ).toBe('ok');
+    expect(events).toEqual([
+      { type: 'retry', attempt: 1, delayMs: 3, error: 'the service failed' },
+      { type: 'retry', attempt: 2, delayMs: expect.any(Number), error: 'the service failed' },
+    ]);
+    expect(retryEvents(undefined)).toEqual({});
   });
 });
 

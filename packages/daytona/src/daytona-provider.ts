@@ -6,7 +6,9 @@ import {
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
+  type RetryOptions,
   requesterLabels,
+  retryEvents,
   throwIfAborted,
   WS_LABELS,
   withRetry,
@@ -67,6 +69,8 @@ export class DaytonaProvider implements Provider {
   private daytona: Daytona | undefined;
   /** This object's hold on the sandbox, while open. */
   private attached: RemoteAttachment<Sandbox> | undefined;
+  /** How the calls of an open tell the workspace's listeners about their retries. */
+  private retries: Pick<RetryOptions, 'onRetry'> = {};
   /** Milliseconds the last open took to find, start or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
@@ -97,7 +101,8 @@ export class DaytonaProvider implements Provider {
     const warnings: string[] = [];
     const { workspaceId } = options;
     const daytona = this.client();
-    const found = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws');
+    this.retries = retryEvents(options.events);
+    const found = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws', this.retries);
     const usable = found.filter((sandbox) => sandbox.state !== 'error' || sandbox.recoverable);
     if (found.length > 0 && usable.length === 0)
       throw new WsError(
@@ -117,7 +122,7 @@ export class DaytonaProvider implements Provider {
         { details: { sandboxId: usable[0].id, user: usable[0].user, wantedUser: asked } },
       );
     const sandbox = usable[0]
-      ? await readySandbox(usable[0], this.timeoutSeconds)
+      ? await readySandbox(usable[0], this.timeoutSeconds, this.retries)
       : await this.create(daytona, workspaceId);
     this.attachMs = performance.now() - began;
     options.events?.({
@@ -194,14 +199,16 @@ export class DaytonaProvider implements Provider {
           throw translateDaytonaError(error, what);
         }
       },
-      { safe: false },
+      { safe: false, ...this.retries },
     );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
-    const all = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws').catch(() => []);
+    const all = await findSandboxes(daytona, workspaceId, this.options.owner ?? 'ws', this.retries).catch(
+      () => [],
+    );
     const oldest = all.at(-1);
     if (oldest && oldest.id !== sandbox.id) {
       await sandbox.delete(this.timeoutSeconds).catch(() => {});
-      return readySandbox(oldest, this.timeoutSeconds);
+      return readySandbox(oldest, this.timeoutSeconds, this.retries);
     }
     return sandbox;
   }

@@ -1,6 +1,6 @@
 import type { Daytona, Sandbox } from '@daytonaio/sdk';
 import { WsError } from '@ws/core';
-import { WS_LABELS, withRetry } from '@ws/core/backend';
+import { type RetryOptions, WS_LABELS, withRetry } from '@ws/core/backend';
 import { type DaytonaConnection, newClient } from './client.js';
 import { isStateRefusal, translateDaytonaError } from './errors.js';
 
@@ -33,9 +33,14 @@ function createdAt(sandbox: Sandbox): number {
  * first: another owner's sandbox of the same id is never opened, stopped or deleted. A failed
  * listing is an error, never "none", which would create a second sandbox for the id.
  */
-export function findSandboxes(daytona: Daytona, workspaceId: string, owner: string): Promise<Sandbox[]> {
+export function findSandboxes(
+  daytona: Daytona,
+  workspaceId: string,
+  owner: string,
+  retries: Pick<RetryOptions, 'onRetry'> = {},
+): Promise<Sandbox[]> {
   // A listing is safe to send again: a failing or throttling service is tried a few times.
-  return withRetry(() => findOnce(daytona, workspaceId, owner), { safe: true });
+  return withRetry(() => findOnce(daytona, workspaceId, owner), { safe: true, ...retries });
 }
 
 async function findOnce(daytona: Daytona, workspaceId: string, owner: string): Promise<Sandbox[]> {
@@ -59,9 +64,13 @@ async function findOnce(daytona: Daytona, workspaceId: string, owner: string): P
  * Brings a found sandbox to `started`: a stopped, archived or paused one is started, one on its way
  * there is waited for, a recoverable error is recovered; any other error is `BACKEND_ERROR`.
  */
-export function readySandbox(sandbox: Sandbox, timeoutSeconds: number): Promise<Sandbox> {
+export function readySandbox(
+  sandbox: Sandbox,
+  timeoutSeconds: number,
+  retries: Pick<RetryOptions, 'onRetry'> = {},
+): Promise<Sandbox> {
   // Starting a sandbox is safe to ask again (a started one stays started).
-  return withRetry(() => readyOnce(sandbox, timeoutSeconds), { safe: true });
+  return withRetry(() => readyOnce(sandbox, timeoutSeconds), { safe: true, ...retries });
 }
 
 async function readyOnce(sandbox: Sandbox, timeoutSeconds: number): Promise<Sandbox> {

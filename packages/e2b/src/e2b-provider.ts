@@ -1,10 +1,12 @@
 import { type CallOptions, WsError } from '@ws/core';
 import {
+  type BackendEventSink,
   type OwnOptions,
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
   requesterLabels,
+  retryEvents,
   throwIfAborted,
   WS_LABELS,
   withRetry,
@@ -123,8 +125,8 @@ export class E2BProvider implements Provider {
    * Every sandbox carrying the workspace id and this object's owner tag, running or paused, newest
    * first: another owner's sandbox of the same id is never opened, paused or killed.
    */
-  private find(workspaceId: string): Promise<Found[]> {
-    return withRetry(() => this.findOnce(workspaceId), { safe: true });
+  private find(workspaceId: string, events?: BackendEventSink): Promise<Found[]> {
+    return withRetry(() => this.findOnce(workspaceId), { safe: true, ...retryEvents(events) });
   }
 
   private async findOnce(workspaceId: string): Promise<Found[]> {
@@ -158,15 +160,15 @@ export class E2BProvider implements Provider {
     const began = performance.now();
     const warnings: string[] = [];
     const { workspaceId } = options;
-    const found = await this.find(workspaceId);
+    const found = await this.find(workspaceId, options.events);
     if (found.length > 1) {
       warnings.push(
         `${found.length} E2B sandboxes carry workspace id ${workspaceId} (${found.map((item) => item.sandboxId).join(', ')}); using the newest, ${found[0]?.sandboxId}`,
       );
     }
     const sandbox = found[0]
-      ? await this.connect(found[0].sandboxId, options.signal)
-      : await this.create(workspaceId, options.signal);
+      ? await this.connect(found[0].sandboxId, options.signal, options.events)
+      : await this.create(workspaceId, options.signal, options.events);
     this.attachMs = performance.now() - began;
     options.events?.({
       type: found[0] ? 'sandbox.reattached' : 'sandbox.created',
@@ -226,7 +228,11 @@ export class E2BProvider implements Provider {
   }
 
   /** Connects to a sandbox (resuming a paused one): safe to send again. */
-  private connect(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+  private connect(
+    sandboxId: string,
+    signal: AbortSignal | undefined,
+    events?: BackendEventSink,
+  ): Promise<Sandbox> {
     return withRetry(
       () =>
         this.withinMaximumLength(async (timeoutMs) => {
@@ -236,11 +242,15 @@ export class E2BProvider implements Provider {
             throw translateE2BError(error, `connecting to sandbox ${sandboxId}`);
           }
         }),
-      { safe: true, ...(signal ? { signal } : {}) },
+      { safe: true, ...(signal ? { signal } : {}), ...retryEvents(events) },
     );
   }
 
-  private async create(workspaceId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
+  private async create(
+    workspaceId: string,
+    signal: AbortSignal | undefined,
+    events: BackendEventSink | undefined,
+  ): Promise<Sandbox> {
     // Sent again only when the service refused it: one that failed may have created a sandbox.
     // (A refusal of a later request of the same call, the sandbox made, leaves two: the check below
     // keeps the older.)
@@ -265,14 +275,14 @@ export class E2BProvider implements Provider {
             throw translateE2BError(error, `creating a sandbox from template ${this.options.template}`);
           }),
         ),
-      { safe: false, ...(signal ? { signal } : {}) },
+      { safe: false, ...(signal ? { signal } : {}), ...retryEvents(events) },
     );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
-    const all = await this.find(workspaceId).catch(() => []);
+    const all = await this.find(workspaceId, events).catch(() => []);
     const oldest = all.at(-1);
     if (oldest && oldest.sandboxId !== sandbox.sandboxId) {
       await sandbox.kill().catch(() => false);
-      return this.connect(oldest.sandboxId, signal);
+      return this.connect(oldest.sandboxId, signal, events);
     }
     return sandbox;
   }

@@ -101,6 +101,7 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
       const proxy = await startFaultProxy(Number(new URL(emulated!.apiUrl).port));
       return {
         vendor: 'E2B',
+        retriesUnseen: "E2B's SDK sends a request refused with 429 again by itself (its `retries` option)",
         set: (mode) => proxy.set(mode),
         get answered() {
           return proxy.answered;

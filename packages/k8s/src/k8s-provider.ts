@@ -6,6 +6,7 @@ import {
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
+  retryEvents,
   throwIfAborted,
   withRetry,
 } from '@ws/core/backend';
@@ -129,16 +130,10 @@ export class K8sProvider implements Provider {
     const began = performance.now();
     const objects = this.identify(options.workspaceId);
     // Both create by name (an existing object is used): safe to send again when the API server fails.
-    const events = options.events;
     const retry = {
       safe: true,
       ...(options.signal ? { signal: options.signal } : {}),
-      ...(events
-        ? {
-            onRetry: (tried: { attempt: number; delayMs: number; error: string }) =>
-              events({ type: 'retry', ...tried }),
-          }
-        : {}),
+      ...retryEvents(options.events),
     };
     // Side by side, both before the Pod: it never runs without the network policy asked for.
     await Promise.all([

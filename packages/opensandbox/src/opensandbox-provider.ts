@@ -6,7 +6,9 @@ import {
   type Provider,
   type ProviderOpenOptions,
   type ProviderSession,
+  type RetryOptions,
   requesterLabels,
+  retryEvents,
   throwIfAborted,
   WS_LABELS,
   withRetry,
@@ -130,6 +132,8 @@ export class OpenSandboxProvider implements Provider {
    * server's minimum, or lowered to its configured maximum when it refused a longer one.
    */
   private timeoutSeconds: number | null;
+  /** How the calls of an open tell the workspace's listeners about their retries. */
+  private retries: Pick<RetryOptions, 'onRetry'> = {};
   /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
@@ -162,7 +166,7 @@ export class OpenSandboxProvider implements Provider {
    */
   private find(workspaceId: string): Promise<Found[]> {
     // A listing is safe to send again: a failing or throttling service is tried a few times.
-    return withRetry(() => this.findOnce(workspaceId), { safe: true });
+    return withRetry(() => this.findOnce(workspaceId), { safe: true, ...this.retries });
   }
 
   private async findOnce(workspaceId: string): Promise<Found[]> {
@@ -187,6 +191,7 @@ export class OpenSandboxProvider implements Provider {
     const began = performance.now();
     const warnings: string[] = [];
     const { workspaceId } = options;
+    this.retries = retryEvents(options.events);
     const found = await this.find(workspaceId);
     if (found.length > 1) {
       warnings.push(
@@ -281,7 +286,11 @@ export class OpenSandboxProvider implements Provider {
   /** Resumes a paused sandbox, or connects to a running one. */
   private attachTo(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
     // Resuming or connecting is safe to ask again (a running sandbox stays running).
-    return withRetry(() => this.attachOnce(sandboxId, signal), { safe: true, ...(signal ? { signal } : {}) });
+    return withRetry(() => this.attachOnce(sandboxId, signal), {
+      safe: true,
+      ...(signal ? { signal } : {}),
+      ...this.retries,
+    });
   }
 
   private async attachOnce(sandboxId: string, signal: AbortSignal | undefined): Promise<Sandbox> {
@@ -355,7 +364,7 @@ export class OpenSandboxProvider implements Provider {
           });
         }
       },
-      { safe: false, ...(signal ? { signal } : {}) },
+      { safe: false, ...(signal ? { signal } : {}), ...this.retries },
     );
     // Two hosts that opened the same new id at once each created one: the older stays, the newer goes.
     const all = await this.find(workspaceId).catch(() => []);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { isWsError } from '@ws/core';
+import { isWsError, type WorkspaceEvent, type WorkspaceEventListener } from '@ws/core';
 import { afterAll, describe, expect } from 'vitest';
 import { type CaseControls, conformanceCase, sleep } from '../harness.js';
 import type { AreaContext, FaultRig, WorkspaceUnderTest } from '../target.js';
@@ -44,8 +44,12 @@ export function faultsArea(context: AreaContext): void {
       started.set('pass');
       return started;
     };
-    const create = async (started: FaultRig, workspaceId = context.newId()) => {
-      const workspace = await started.create({ workspaceId });
+    const create = async (
+      started: FaultRig,
+      workspaceId = context.newId(),
+      onEvent?: WorkspaceEventListener,
+    ) => {
+      const workspace = await started.create({ workspaceId, ...(onEvent ? { onEvent } : {}) });
       opened.push(workspace);
       return workspace;
     };
@@ -168,12 +172,16 @@ export function faultsArea(context: AreaContext): void {
         } finally {
           started.set('pass');
         }
-        // Passing: refused for a while, then served; the open waits it out and succeeds.
+        // Passing: refused for a while, then served; the open waits it out and succeeds, and its
+        // listeners hear each wait.
         const before = started.answered ?? 0;
+        const retries: Extract<WorkspaceEvent, { type: 'retry' }>[] = [];
         started.set('http-429');
         const lift = setTimeout(() => started.set('pass'), 1_500);
         try {
-          const throttled = await create(started);
+          const throttled = await create(started, context.newId(), (event) => {
+            if (event.type === 'retry') retries.push(event);
+          });
           await throttled.initialize();
           expect((await throttled.getSandbox().exec(['echo', 'through'])).stdoutText).toBe('through\n');
         } finally {
@@ -181,6 +189,14 @@ export function faultsArea(context: AreaContext): void {
           started.set('pass');
         }
         if (started.answered !== undefined) expect(started.answered).toBeGreaterThan(before);
+        if (started.retriesUnseen === undefined) {
+          expect(retries.length, 'a retry event for each wait of the throttled open').toBeGreaterThan(0);
+          for (const retry of retries) {
+            expect(retry.attempt).toBeGreaterThanOrEqual(1);
+            expect(retry.delayMs).toBeGreaterThan(0);
+            expect(retry.error).toContain(started.vendor);
+          }
+        }
       },
       120_000,
     );

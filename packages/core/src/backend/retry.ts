@@ -1,5 +1,6 @@
 import { isWsError, WsError } from '../contracts/errors.js';
 import { debugLine } from './debug-log.js';
+import type { BackendEventSink } from './observer.js';
 
 /** How often, and how patiently, a call to a vendor's service is sent again. */
 export interface RetryPolicy {
@@ -26,6 +27,15 @@ export interface RetryOptions extends RetryPolicy {
    * printed under `DEBUG=ws:retry`.
    */
   readonly onRetry?: (retry: { attempt: number; delayMs: number; error: string }) => void;
+}
+
+/**
+ * The `onRetry` of {@link RetryOptions} that tells a workspace's listeners (its `retry` event), for a
+ * provider's calls while it opens; none without a sink (retries are then printed under
+ * `DEBUG=ws:retry`).
+ */
+export function retryEvents(events: BackendEventSink | undefined): Pick<RetryOptions, 'onRetry'> {
+  return events ? { onRetry: (retry) => events({ type: 'retry', ...retry }) } : {};
 }
 
 /** How many times {@link withRetry} tries a call in all, unless told otherwise. */
