@@ -19,7 +19,10 @@ export interface EmulatorProcess {
    * checks this is empty, so that no backend call is answered by a route the emulator lacks.
    */
   readonly unimplemented: readonly string[];
-  /** Stops it (SIGTERM) and resolves once it exited; its sandboxes' containers stay. */
+  /**
+   * Stops it (SIGTERM; SIGKILL when it has not exited within 45 s, its clean-up included) and resolves
+   * once it exited; its sandboxes' containers stay.
+   */
   stop(): Promise<void>;
 }
 
@@ -30,6 +33,12 @@ export interface LaunchEmulatorOptions {
   /** Copy its request log to this process's stderr. */
   trace?: boolean;
 }
+
+/**
+ * How long `stop()` waits for the emulator to exit after SIGTERM: more than it may spend finishing
+ * accepted deletions (30 s), before it is killed.
+ */
+const STOP_GRACE_MS = 45_000;
 
 /**
  * Runs `ws-emulator <vendor> --port 0 --quiet --until-stdin-ends --instance … <args>` as its own
@@ -57,7 +66,18 @@ export function launchEmulator(
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([
+      exited.then(() => true),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), STOP_GRACE_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!inTime) {
+      child.kill('SIGKILL');
+      await exited;
+    }
   };
   const unimplemented: string[] = [];
   return new Promise<EmulatorProcess>((resolve, reject) => {

@@ -217,6 +217,11 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
   };
   const server = createServer((request, response) => void handleRequest(context, request, response));
   server.on('upgrade', (request, socket, head) => handleUpgrade(context, request, socket, head));
+  const stop = serverCloser(server, () => {
+    pods.close();
+    for (const client of webSockets.clients) client.terminate();
+    webSockets.close();
+  });
   const url = `http://127.0.0.1:${await listenOnLoopback(server, options.port)}`;
   const kubeOptions: K8sKubeConfigOptions = {
     clusters: [{ name: 'ws-emulator', server: url, skipTLSVerify: true }],
@@ -230,11 +235,6 @@ export async function startK8sEmulator(options: K8sEmulatorOptions = {}): Promis
   await writeFile(kubeconfigPath, kubeconfig, { mode: 0o600 });
   log(`k8s: emulator listening on ${url} (instance ${instance}, kubeconfig ${kubeconfigPath})`);
 
-  const stop = serverCloser(server, () => {
-    pods.close();
-    for (const client of webSockets.clients) client.terminate();
-    webSockets.close();
-  });
   let closing: Promise<void> | undefined;
   const close = (): Promise<void> => {
     closing ??= (async () => {
