@@ -1,32 +1,28 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { isWsError, type Sandbox, type WsErrorCode } from '@ws/core';
-import { expect, it } from 'vitest';
+import { expect } from 'vitest';
+import { type CaseControls, type CaseOptions, declareCase } from './suite.js';
 import type { AreaContext } from './target.js';
 
 /**
  * Registers one conformance case. The id is stable across releases and backends, so a failure on one
- * backend can be compared with the same case on another; it leads the test title in brackets.
+ * backend can be compared with the same case on another; it leads the test title in brackets. The
+ * last argument is the case's time limit, or its options (time limit, what decides its outcome and
+ * the routes it takes, when not what its section says).
  */
 export function conformanceCase(
   context: AreaContext,
   id: string,
   title: string,
   body: (test: CaseControls) => Promise<void>,
-  timeoutMs?: number,
+  options?: number | CaseOptions,
 ): void {
-  it(
-    `[${id}] ${title}`,
-    (test) => body({ skip: (reason) => test.skip(reason) }),
-    timeoutMs ?? context.caseTimeoutMs,
-  );
+  const { timeoutMs, ...rest } = typeof options === 'number' ? { timeoutMs: options } : (options ?? {});
+  declareCase(id, title, body, timeoutMs ?? context.caseTimeoutMs, rest);
 }
 
-/** What a case can do besides asserting. */
-export interface CaseControls {
-  /** Marks the case skipped with a printed reason (a capability this backend does not declare). */
-  skip(reason: string): never;
-}
+export type { CaseControls, CaseOptions };
 
 /** Asserts that `action` rejects (or throws) a WsError with `code`; returns the error. */
 export async function expectWsError(action: () => unknown, code: WsErrorCode): Promise<Error> {

@@ -1,8 +1,9 @@
 import type { CompleteSandbox, McpClient, ToolResult } from '@ws/core';
-import { afterAll, expect } from 'vitest';
+import { expect } from 'vitest';
 import { openInChild } from './child-workspace.js';
 import type { CaseControls } from './harness.js';
 import { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
+import { afterAll } from './suite.js';
 import type { AreaContext, WorkspaceUnderTest } from './target.js';
 
 /**

@@ -4,13 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CompleteSandbox } from '@ws/core';
 import { shellQuote } from '@ws/core/backend';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { allByteValues, conformanceCase, expectWsError, liveBytes, sameBytes, sleep } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 /** Commands: argv, cwd, env, stdin, output streams, exit codes, timeouts, aborts and output caps. */
 export function execArea(context: AreaContext): void {
-  describe('exec', () => {
+  describe('exec', { decidedBy: 'backend' }, () => {
     let workspace: WorkspaceUnderTest;
     let sandbox: CompleteSandbox;
 

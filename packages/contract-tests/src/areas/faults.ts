@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { isWsError, type WorkspaceEvent, type WorkspaceEventListener } from '@ws/core';
-import { afterAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { type CaseControls, conformanceCase, sleep } from '../harness.js';
+import { afterAll, describe } from '../suite.js';
 import type { AreaContext, FaultRig, WorkspaceUnderTest } from '../target.js';
 
 /** A call's outcome: `resolved`, the WsError's code, or `untyped: …` (a defect). */
@@ -26,7 +27,7 @@ const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
  * on the same id does).
  */
 export function faultsArea(context: AreaContext): void {
-  describe('faults: the vendor side', () => {
+  describe('faults: the vendor side', { decidedBy: 'backend' }, () => {
     let rig: Promise<FaultRig> | undefined;
     const opened: WorkspaceUnderTest[] = [];
     afterAll(async () => {

@@ -1,6 +1,6 @@
 import type { CompleteSandbox, Sandbox } from '@ws/core';
 import { collectBytes, completeSandbox } from '@ws/core/backend';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import {
   allByteValues,
   conformanceCase,
@@ -10,6 +10,7 @@ import {
   sameBytes,
   withEndlessFifo,
 } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 /**
@@ -43,7 +44,9 @@ async function* chunksOf(data: Uint8Array, size: number): AsyncIterable<Uint8Arr
 /** Files: binary safety, large files, hostile names, typed errors, parents; natively and through the fallbacks. */
 export function filesArea(context: AreaContext): void {
   for (const variant of ['native', 'posix-fallback'] as const) {
-    describe(`files (${variant})`, () => {
+    // Natively, the backend's own file calls decide; through the fallbacks, core's POSIX fallbacks over
+    // the backend's exec (whose argv, bytes and exit codes the exec area checks on every target).
+    describe(`files (${variant})`, { decidedBy: variant === 'native' ? 'backend' : 'engine' }, () => {
       let workspace: WorkspaceUnderTest;
       let sandbox: CompleteSandbox;
       let base: string;

@@ -1,11 +1,12 @@
 import { validateId } from '@ws/core';
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { conformanceCase, expectWsError, HOSTILE_IDS } from '../harness.js';
+import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
 /** The on-disk layout every backend shares, and the ids that may become path segments. */
 export function layoutArea(context: AreaContext): void {
-  describe('layout', () => {
+  describe('layout', { decidedBy: 'engine' }, () => {
     conformanceCase(
       context,
       'layout.created',
@@ -64,6 +65,7 @@ export function layoutArea(context: AreaContext): void {
         }
         expect(validateId('agent 7 "quoted" ünï', 'agentId')).toBe('agent 7 "quoted" ünï');
       },
+      { decidedBy: 'backend' },
     );
   });
 }

@@ -1,7 +1,8 @@
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { openInChild } from '../child-workspace.js';
 import { type CaseControls, conformanceCase, sleep } from '../harness.js';
 import { stdioSpec, uploadMcpFixtures } from '../mcp-fixtures.js';
+import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
 // How long a process that closed its workspace may take to exit by itself.
@@ -29,7 +30,7 @@ export function lifecycleLeftoversArea(context: AreaContext): void {
     }
   };
 
-  describe('lifecycle: nothing left behind', () => {
+  describe('lifecycle: nothing left behind', { decidedBy: 'backend' }, () => {
     conformanceCase(
       context,
       'lifecycle.child-exits',

@@ -1,10 +1,11 @@
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { conformanceCase, expectWsError } from '../harness.js';
+import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
 /** Lifecycle: initialize, close, dispose, reset, destroy and re-attach. */
 export function lifecycleArea(context: AreaContext): void {
-  describe('lifecycle', () => {
+  describe('lifecycle', { decidedBy: 'backend' }, () => {
     conformanceCase(
       context,
       'lifecycle.not-ready',

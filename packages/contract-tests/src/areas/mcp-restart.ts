@@ -3,7 +3,7 @@
 import type { McpServerSpec } from '@ws/core';
 import { expect } from 'vitest';
 import { okText } from '../fixtures.js';
-import type { CaseControls } from '../harness.js';
+import type { CaseControls, CaseOptions } from '../harness.js';
 import { FIXTURE_DIR, stdioSpec, uploadMcpFixtures } from '../mcp-fixtures.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
@@ -12,7 +12,7 @@ export type McpCase = (
   id: string,
   title: string,
   body: (test: CaseControls) => Promise<void>,
-  timeoutMs?: number,
+  options?: number | CaseOptions,
 ) => void;
 
 /** Options of a workspace a case opens for itself. */
@@ -64,6 +64,7 @@ export function mcpRestartCases(context: AreaContext, mcpCase: McpCase): void {
         await second.close();
       }
     },
+    { decidedBy: 'engine' },
   );
 
   mcpCase(
@@ -102,6 +103,7 @@ export function mcpRestartCases(context: AreaContext, mcpCase: McpCase): void {
         await legacy.close();
       }
     },
+    { decidedBy: 'engine' },
   );
 
   mcpCase(
@@ -126,6 +128,7 @@ export function mcpRestartCases(context: AreaContext, mcpCase: McpCase): void {
         await scoped.close();
       }
     },
+    { decidedBy: 'engine' },
   );
 
   mcpCase(
@@ -158,6 +161,7 @@ export function mcpRestartCases(context: AreaContext, mcpCase: McpCase): void {
         await capped.close();
       }
     },
+    { decidedBy: 'engine' },
   );
 
   mcpCase(

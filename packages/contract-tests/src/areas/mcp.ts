@@ -1,5 +1,5 @@
 import type { CompleteSandbox, McpClient, McpServerSpec, SandboxProcess, Tool } from '@ws/core';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { errorText, okText, textOf } from '../fixtures.js';
 import { conformanceCase, expectWsError, sleep } from '../harness.js';
 import {
@@ -11,6 +11,7 @@ import {
   uploadMcpFixtures,
 } from '../mcp-fixtures.js';
 import { SH_MCP_SERVER } from '../sh-mcp-server.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 import {
   type McpCase,
@@ -26,7 +27,9 @@ const byName = async (client: McpClient) =>
 
 /** MCP: stdio, HTTP and SSE servers, a published server, scoping, persistence, eviction and timeouts. */
 export function mcpArea(context: AreaContext): void {
-  describe('mcp', () => {
+  // MCP servers run on the host (local) or inside the sandbox behind the gateway: no case here means
+  // anything on a route without either.
+  describe('mcp', { decidedBy: 'gateway', takes: ['host', 'gateway'] }, () => {
     let workspace: WorkspaceUnderTest;
     let sandbox: CompleteSandbox;
     let workspaceId: string;
@@ -63,7 +66,7 @@ export function mcpArea(context: AreaContext): void {
       await workspace?.close();
     }, context.caseTimeoutMs);
 
-    const mcpCase: McpCase = (id, title, body, timeoutMs) =>
+    const mcpCase: McpCase = (id, title, body, options) =>
       conformanceCase(
         context,
         id,
@@ -72,7 +75,7 @@ export function mcpArea(context: AreaContext): void {
           if (unsupported) test.skip(unsupported);
           await body(test);
         },
-        timeoutMs,
+        options,
       );
     const reopen = (options: ReopenOptions, id: string) => reopenWorkspace(context, options, id);
 
@@ -95,6 +98,7 @@ export function mcpArea(context: AreaContext): void {
           await withDefaults.close();
         }
       },
+      { decidedBy: 'engine', takes: ['direct'] },
     );
 
     mcpCase(
@@ -387,7 +391,10 @@ export function mcpArea(context: AreaContext): void {
         }
       },
     );
+  });
 
+  // Where the backend places the host's node in a sandbox whose image has none (each backend its own way).
+  describe('mcp: node-less image', { decidedBy: 'backend' }, () => {
     conformanceCase(
       context,
       'mcp.node-less-image',

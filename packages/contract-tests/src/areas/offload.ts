@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { type CompleteSandbox, resolveWorkspaceUrl } from '@ws/core';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { TINY_PNG } from '../fixtures.js';
 import { conformanceCase, expectWsError, HOSTILE_IDS } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
@@ -11,7 +12,7 @@ const PNG_NAME = `${createHash('sha256').update(PNG_BASE64).digest('hex')}.png`;
 
 /** Offloading: data/, context.jsonl and tool results, their formats, atomicity and id checks. */
 export function offloadArea(context: AreaContext): void {
-  describe('offload', () => {
+  describe('offload', { decidedBy: 'engine' }, () => {
     let workspace: WorkspaceUnderTest;
     let sandbox: CompleteSandbox;
     let workspaceId: string;

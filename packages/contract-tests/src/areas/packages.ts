@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import type { WorkspacePackages } from '@ws/core';
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { conformanceCase, expectWsError } from '../harness.js';
+import { describe } from '../suite.js';
 import type { AreaContext, CreateOptions, WorkspaceUnderTest } from '../target.js';
 
 /** What a case adds to the options of the workspaces it creates. */
@@ -119,7 +120,7 @@ export function packagesArea(context: AreaContext): void {
     await again.close();
   };
 
-  describe('packages', () => {
+  describe('packages', { decidedBy: 'backend' }, () => {
     conformanceCase(
       context,
       'packages.npm',

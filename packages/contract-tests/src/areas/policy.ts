@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { SandboxPolicyOptions } from '@ws/core';
 import { DEFAULT_PIDS_LIMIT } from '@ws/core/backend';
-import { afterAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { errorText, okText, toolNamed } from '../fixtures.js';
 import { conformanceCase, expectWsError } from '../harness.js';
+import { afterAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 /** One option of each kind the policy area asks for, by the name the support table uses. */
@@ -86,7 +87,7 @@ export function policyArea(context: AreaContext): void {
       .filter((name) => name);
   };
 
-  describe('policy', () => {
+  describe('policy', { decidedBy: 'backend' }, () => {
     afterAll(async () => {
       await Promise.allSettled(created.map((workspace) => workspace.close()));
     }, context.caseTimeoutMs);

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isWsError } from '@ws/core';
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { conformanceCase } from '../harness.js';
 import {
   gatewayServer,
@@ -14,6 +14,7 @@ import {
   shInSandbox,
   workspaceOpener,
 } from '../security-support.js';
+import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
 const NO_CAPABILITIES = '0000000000000000';
@@ -82,7 +83,7 @@ async function canary(): Promise<{
 
 /** The boundary against a hostile agent: capabilities, the host's files, links, /proc, other sandboxes. */
 export function securityBoundaryArea(context: AreaContext): void {
-  describe('security: boundary', () => {
+  describe('security: boundary', { decidedBy: 'backend' }, () => {
     const open = workspaceOpener(context);
 
     conformanceCase(
@@ -225,6 +226,7 @@ export function securityBoundaryArea(context: AreaContext): void {
           expect(loopback, `the gateway listens on ${address}`).toBe(true);
         }
       },
+      { decidedBy: 'gateway', takes: ['gateway'] },
     );
 
     conformanceCase(

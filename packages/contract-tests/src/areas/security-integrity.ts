@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { isWsError } from '@ws/core';
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { makeTar, skillMarkdown } from '../archives.js';
 import { conformanceCase, expectWsError } from '../harness.js';
 import { stdioSpec, uploadMcpFixtures } from '../mcp-fixtures.js';
@@ -14,6 +14,7 @@ import {
   writeInKilledProcess,
   writeLongEnough,
 } from '../security-support.js';
+import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
 // Counts its runs in $1, then kills every gateway it can see and waits, printing nothing: where
@@ -28,7 +29,7 @@ const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
 /** Nothing torn, nothing run twice, nothing that freezes the process; every failure typed. */
 export function securityIntegrityArea(context: AreaContext): void {
-  describe('security: integrity', () => {
+  describe('security: integrity', { decidedBy: 'engine' }, () => {
     const open = workspaceOpener(context);
 
     conformanceCase(
@@ -52,6 +53,7 @@ export function securityIntegrityArea(context: AreaContext): void {
         // The workspace goes on working (the gateway is relaunched, or commands go direct).
         expect((await sandbox.exec(['sh', '-c', 'echo alive'])).stdoutText).toBe('alive\n');
       },
+      { decidedBy: 'gateway', takes: ['gateway'] },
     );
 
     conformanceCase(
@@ -86,7 +88,7 @@ export function securityIntegrityArea(context: AreaContext): void {
           if (isFilled(bytes, size, next)) current = next;
         }
       },
-      120_000,
+      { timeoutMs: 120_000, decidedBy: 'gateway', takes: ['gateway'] },
     );
 
     conformanceCase(
@@ -121,7 +123,7 @@ export function securityIntegrityArea(context: AreaContext): void {
           if (isFilled(bytes, size, next)) current = next;
         }
       },
-      180_000,
+      { timeoutMs: 180_000, decidedBy: 'backend' },
     );
 
     conformanceCase(
@@ -220,6 +222,7 @@ export function securityIntegrityArea(context: AreaContext): void {
         expect(mayHaveRun(failure)).toBe(true);
         expect(await counter()).toBe('1');
       },
+      { decidedBy: 'gateway' },
     );
 
     conformanceCase(
@@ -260,7 +263,7 @@ export function securityIntegrityArea(context: AreaContext): void {
         const echoed = await server.callTool('echo', { text: 'still here' });
         expect(echoed.content[0]).toMatchObject({ text: 'still here' });
       },
-      90_000,
+      { timeoutMs: 90_000, decidedBy: 'gateway', takes: ['gateway'] },
     );
 
     conformanceCase(
@@ -288,6 +291,7 @@ export function securityIntegrityArea(context: AreaContext): void {
         await expectWsError(() => workspace.offloadContext('typed', [circular]), 'INVALID_ARGUMENT');
         await expectWsError(() => workspace.offloadContext('typed', [{ count: 10n }]), 'INVALID_ARGUMENT');
       },
+      { decidedBy: 'backend' },
     );
   });
 }

@@ -2,16 +2,17 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CompleteSandbox } from '@ws/core';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { makeTar, makeTarGz, makeZip, skillMarkdown } from '../archives.js';
 import { conformanceCase, expectWsError } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 const names = (skills: readonly { name: string }[]) => skills.map((skill) => skill.name).sort();
 
 /** Skills: seeding, per-agent partitions, installs from folders and archives, removal and purge. */
 export function skillsArea(context: AreaContext): void {
-  describe('skills', () => {
+  describe('skills', { decidedBy: 'engine' }, () => {
     let host: string;
     let workspace: WorkspaceUnderTest;
     let sandbox: CompleteSandbox;

@@ -1,6 +1,7 @@
 import { isWsError } from '@ws/core';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { type CaseControls, conformanceCase, expectWsError } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 const decoder = new TextDecoder();
@@ -14,7 +15,7 @@ async function drain(stream: AsyncIterable<Uint8Array>): Promise<string> {
 
 /** Long-lived processes: stdin, stdout and stderr, exit codes, kill, and the refusal where absent. */
 export function spawnArea(context: AreaContext): void {
-  describe('spawn', () => {
+  describe('spawn', { decidedBy: 'backend' }, () => {
     let workspace: WorkspaceUnderTest;
 
     beforeAll(async () => {

@@ -1,8 +1,9 @@
 import { type CompleteSandbox, isWsError, type Tool } from '@ws/core';
 import { shellQuote } from '@ws/core/backend';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { errorText, okText, toolNamed } from '../fixtures.js';
 import { conformanceCase, expectWsError, HOSTILE_NAMES } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 // What the huge-output case prints: more than the 100 MiB of host memory it allows, twice over (a
@@ -11,7 +12,7 @@ const BASH_OUTPUT_BYTES = 256 * 1024 * 1024;
 
 /** The tool list, schemas and input checks, and the Bash tool. */
 export function toolsBashArea(context: AreaContext): void {
-  describe('tools', () => {
+  describe('tools', { decidedBy: 'engine' }, () => {
     let workspace: WorkspaceUnderTest;
     let sandbox: CompleteSandbox;
     let bash: Tool;
@@ -162,6 +163,7 @@ export function toolsBashArea(context: AreaContext): void {
         );
         expect(Date.now() - started).toBeLessThan(25_000);
       },
+      { decidedBy: 'backend' },
     );
 
     conformanceCase(context, 'bash.output', 'runs in the workdir and returns stdout', async () => {
@@ -260,7 +262,7 @@ export function toolsBashArea(context: AreaContext): void {
         expect(result.metadata).toMatchObject({ truncated: true, exitCode: 0 });
         expect(peak - before).toBeLessThan(100 * 1024 * 1024);
       },
-      600_000,
+      { timeoutMs: 600_000, decidedBy: 'backend' },
     );
 
     conformanceCase(

@@ -1,14 +1,15 @@
 import type { CompleteSandbox, Tool } from '@ws/core';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { errorText, makePdf, okText, TINY_PNG } from '../fixtures.js';
 import { conformanceCase, HOSTILE_NAMES, withEndlessFifo } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 const decode = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
 
 /** Read, Write and Edit: formats, limits, messages and the read-before-change rule. */
 export function toolsFilesArea(context: AreaContext): void {
-  describe('tools: Read, Write, Edit', () => {
+  describe('tools: Read, Write, Edit', { decidedBy: 'engine' }, () => {
     let workspace: WorkspaceUnderTest;
     let sandbox: CompleteSandbox;
     let read: Tool;
@@ -114,6 +115,7 @@ export function toolsFilesArea(context: AreaContext): void {
           );
         });
       },
+      { decidedBy: 'backend' },
     );
 
     conformanceCase(

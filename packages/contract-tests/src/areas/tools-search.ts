@@ -1,14 +1,15 @@
 import type { CompleteSandbox, SearchMode, Tool } from '@ws/core';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { requireEngine } from '../engines.js';
 import { errorText, okText } from '../fixtures.js';
 import { conformanceCase, HOSTILE_NAMES } from '../harness.js';
+import { afterAll, beforeAll, describe } from '../suite.js';
 import type { AreaContext, WorkspaceUnderTest } from '../target.js';
 
 /** Glob and Grep, once with ripgrep and once with the POSIX fallback; both must answer the same. */
 export function toolsSearchArea(context: AreaContext): void {
   for (const mode of ['ripgrep', 'posix'] as const satisfies readonly SearchMode[]) {
-    describe(`tools: Glob and Grep (${mode})`, () => {
+    describe(`tools: Glob and Grep (${mode})`, { decidedBy: 'engine' }, () => {
       let workspace: WorkspaceUnderTest;
       let sandbox: CompleteSandbox;
       let glob: Tool;

@@ -1,6 +1,7 @@
-import { describe, expect } from 'vitest';
+import { expect } from 'vitest';
 import { okText, toolNamed } from '../fixtures.js';
 import { conformanceCase, expectWsError } from '../harness.js';
+import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
 /**
@@ -12,7 +13,7 @@ export function userArea(context: AreaContext): void {
   const asked = context.target.user;
   if (!asked) return;
 
-  describe('user', () => {
+  describe('user', { decidedBy: 'backend' }, () => {
     conformanceCase(
       context,
       'user.refused',
