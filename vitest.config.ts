@@ -1,5 +1,5 @@
 import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
@@ -42,6 +42,12 @@ class LongestFirst extends BaseSequencer {
   }
 }
 
+// Which conformance case runs on which target (packages/contract-tests/matrix.json): a case decided by
+// the shared engine or the gateway runs on the few targets that together take every route, one
+// decided by the backend on every backend. WS_CONFORMANCE_MATRIX=off runs every case everywhere.
+const conformanceMatrix =
+  process.env.WS_CONFORMANCE_MATRIX ?? resolve(import.meta.dirname, 'packages/contract-tests/matrix.json');
+
 export default defineConfig({
   resolve: { conditions: ['@ws/source'] },
   ssr: { resolve: { conditions: ['@ws/source'] } },
@@ -54,7 +60,16 @@ export default defineConfig({
     // add contention (timing-sensitive cases then fail). Each runs in its own process.
     // VITEST_MAX_WORKERS overrides it.
     maxWorkers: 2,
+    env: { WS_CONFORMANCE_MATRIX: conformanceMatrix },
     sequence: { sequencer: LongestFirst },
+    // `npm run test:coverage`: V8 coverage of every package's src, summed up per package by
+    // scripts/coverage-report.mjs (the conformance matrix must not lose a package's lines).
+    coverage: {
+      provider: 'v8',
+      include: ['packages/*/src/**/*.ts', 'apps/*/src/**/*.ts'],
+      reporter: ['json-summary', 'json'],
+      reportsDirectory: 'coverage',
+    },
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

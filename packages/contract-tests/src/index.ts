@@ -18,6 +18,8 @@ import { toolsBashArea } from './areas/tools-bash.js';
 import { toolsFilesArea } from './areas/tools-files.js';
 import { toolsSearchArea } from './areas/tools-search.js';
 import { userArea } from './areas/user.js';
+import { matrixFromEnvironment, targetPlan } from './matrix.js';
+import { casesIn, type DeclaredCase, declared, handToVitest } from './suite.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
 export { ENGINE_SETUP, type Engine, isCi, MissingEngineError, requireEngine } from './engines.js';
@@ -30,6 +32,15 @@ export {
   sameBytes,
 } from './harness.js';
 export { entriesMatching, hostProcessesUsing } from './leftovers.js';
+export {
+  type CaseFacts,
+  type ConformanceMatrix,
+  type GatewayChannel,
+  type MatrixCase,
+  type MatrixTarget,
+  matrixProblems,
+  planCases,
+} from './matrix.js';
 export { stdioSpec, uploadMcpFixtures } from './mcp-fixtures.js';
 export { registerReaperSuite } from './reaper.js';
 export { crashWhileOpen } from './reaper-hosts.js';
@@ -41,6 +52,7 @@ export {
   type ReaperTarget,
   type UnmarkedResource,
 } from './reaper-target.js';
+export type { CaseOptions, DecidedBy, DeclaredCase, Route, SectionOptions } from './suite.js';
 export type {
   AreaContext,
   ChildProcessTarget,
@@ -68,10 +80,37 @@ export const CONFORMANCE_AREAS = [
   'user',
 ] as const;
 
+/** The functions that declare the areas' cases, in the order they run. */
+const AREAS: readonly ((context: AreaContext) => void)[] = [
+  execArea,
+  spawnArea,
+  filesArea,
+  lifecycleArea,
+  lifecycleLeftoversArea,
+  layoutArea,
+  toolsBashArea,
+  toolsFilesArea,
+  toolsSearchArea,
+  offloadArea,
+  skillsArea,
+  mcpArea,
+  securityBoundaryArea,
+  securityIntegrityArea,
+  faultsArea,
+  policyArea,
+  packagesArea,
+  userArea,
+];
+
 /**
  * Registers the whole conformance suite for one backend inside the calling test file. Case titles
  * start with a stable id (`[exec.argv-verbatim] …`), the same on every backend. When
  * `target.skipReason()` returns a reason, every case is skipped and the reason is printed.
+ *
+ * When the environment variable `WS_CONFORMANCE_MATRIX` names a matrix (a JSON
+ * {@link ConformanceMatrix}), the target runs the cases the matrix gives it and no others: a case
+ * decided by the shared engine or the gateway then runs on a few targets that together take every
+ * route, a case decided by the backend on every target. Without it, every case runs.
  *
  * ```ts
  * registerConformanceSuite({
@@ -105,32 +144,52 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     largeFileBytes: target.largeFileBytes ?? 64 * 1024 * 1024,
     longMcpCallMs: target.longMcpCallMs ?? 33_000,
   };
-  const areas = shardOf(target.shard, [
-    execArea,
-    spawnArea,
-    filesArea,
-    lifecycleArea,
-    lifecycleLeftoversArea,
-    layoutArea,
-    toolsBashArea,
-    toolsFilesArea,
-    toolsSearchArea,
-    offloadArea,
-    skillsArea,
-    mcpArea,
-    securityBoundaryArea,
-    securityIntegrityArea,
-    faultsArea,
-    policyArea,
-    packagesArea,
-    userArea,
-  ]);
+  // Every area is declared (the matrix checks the whole target in each part), then the part's handed to vitest.
+  const areas = AREAS.map((area) => declared(target.name, () => area(context)));
+  const matrix = matrixFromEnvironment();
+  const plan = matrix
+    ? targetPlan(matrix.matrix, target.name, areas.flatMap(casesIn))
+    : { keep: () => true, problems: [] };
+  const part = shardOf(target.shard, areas);
   describe(`conformance: ${target.name}`, () => {
     afterAll(async () => {
       await Promise.allSettled(created.map((workspace) => workspace.close()));
     }, context.caseTimeoutMs);
-    for (const area of areas) area(context);
+    if (plan.problems.length > 0 && (target.shard?.index ?? 1) === 1)
+      it('[matrix] runs the cases the conformance matrix gives this target', () => {
+        throw new Error(`${matrix?.path}:\n- ${plan.problems.join('\n- ')}`);
+      });
+    for (const area of part) handToVitest(area, plan.keep);
   });
+}
+
+/**
+ * Every case the suite declares, with what decides it and the routes it takes (for a conformance
+ * matrix, see {@link matrixProblems}): the areas declared for a target that supports every optional
+ * area, nothing run.
+ */
+export function listConformanceCases(): DeclaredCase[] {
+  const unreachable = (): never => {
+    throw new Error('listing cases runs nothing');
+  };
+  const target: ConformanceTarget = {
+    name: 'listing',
+    create: unreachable,
+    policy: { limits: [], network: [], privileges: [] },
+    packages: { npm: true, apt: true, pip: true },
+    user: 'refused',
+    faults: unreachable,
+  };
+  const context: AreaContext = {
+    target,
+    newId: unreachable,
+    create: unreachable,
+    caseTimeoutMs: 60_000,
+    largeOutputBytes: 0,
+    largeFileBytes: 0,
+    longMcpCallMs: 0,
+  };
+  return AREAS.flatMap((area) => casesIn(declared('listing', () => area(context))));
 }
 
 /** The areas of one shard: of the areas in order, the `index`-th of every `count`. */
