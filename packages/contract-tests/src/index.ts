@@ -22,6 +22,7 @@ import { matrixFromEnvironment, targetPlan } from './matrix.js';
 import { casesIn, type DeclaredCase, declared, handToVitest } from './suite.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
+export { type CleanupStep, cleanUpWithin } from './cleanup.js';
 export { ENGINE_SETUP, type Engine, isCi, MissingEngineError, requireEngine } from './engines.js';
 export {
   allByteValues,

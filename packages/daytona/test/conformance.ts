@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Daytona } from '@daytonaio/sdk';
-import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, cleanUpWithin, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
@@ -55,12 +55,19 @@ export async function registerDaytonaConformance(shard?: ConformanceTarget['shar
   const emulated = problem ? undefined : await connection();
   if (problem) console.warn(`[daytona] skipped: ${problem}`);
 
+  // Each step bounded: what could not be removed is reported, and the hook never hangs.
   afterAll(async () => {
     const networked = await startedNetworkedConnection();
-    for (const reach of [emulated, networked])
-      if (reach)
-        for (const tag of [owner, `${owner}-2`]) await deleteOwnedSandboxes(tag, reach).catch(() => []);
-    await stopEmulator();
+    const reaches = [emulated, networked].filter((reach) => reach !== undefined);
+    await cleanUpWithin([
+      ...reaches.flatMap((reach, index) =>
+        [owner, `${owner}-2`].map((tag) => ({
+          what: `the sandboxes of owner ${tag} on the ${index === 0 ? 'emulator' : 'networked emulator'}`,
+          run: () => deleteOwnedSandboxes(tag, reach),
+        })),
+      ),
+      { what: 'the emulator', run: stopEmulator },
+    ]);
   }, 120_000);
 
   await registerConformanceSuite({

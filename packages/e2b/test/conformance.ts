@@ -1,6 +1,6 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, cleanUpWithin, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
@@ -54,12 +54,19 @@ export async function registerE2BConformance(shard?: ConformanceTarget['shard'])
   const emulated = problem ? undefined : await connection();
   if (problem) console.warn(`[e2b] skipped: ${problem}`);
 
+  // Each step bounded: what could not be removed is reported, and the hook never hangs.
   afterAll(async () => {
     const networked = await startedNetworkedConnection();
-    for (const reach of [emulated, networked])
-      if (reach)
-        for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, reach).catch(() => []);
-    await stopEmulator();
+    const reaches = [emulated, networked].filter((reach) => reach !== undefined);
+    await cleanUpWithin([
+      ...reaches.flatMap((reach, index) =>
+        [owner, `${owner}-2`].map((tag) => ({
+          what: `the sandboxes of owner ${tag} on the ${index === 0 ? 'emulator' : 'networked emulator'}`,
+          run: () => killOwnedSandboxes(tag, reach),
+        })),
+      ),
+      { what: 'the emulator', run: stopEmulator },
+    ]);
   }, 120_000);
 
   await registerConformanceSuite({

@@ -1,7 +1,12 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { type ConformanceTarget, type CreateOptions, registerConformanceSuite } from '@ws/contract-tests';
+import {
+  type ConformanceTarget,
+  type CreateOptions,
+  cleanUpWithin,
+  registerConformanceSuite,
+} from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { startFaultProxy } from '@ws/emulators';
@@ -80,11 +85,16 @@ export async function registerK8sConformance(
   // Every object of the file carries this owner tag, so the file can remove what it left.
   const owner = (live && process.env.WS_LIVE_OWNER) || `ws-test-${generateId().slice(0, 8)}`;
 
+  // Each step bounded: what could not be removed is reported, and the hook never hangs.
   afterAll(async () => {
-    for (const tag of [owner, `${owner}-2`])
-      await removeOwned(emulated?.kubeconfig, 'default', tag).catch(() => {});
-    // The networked emulator of the policy area, only if that area started it (it takes its Pods along).
-    await stopEmulator();
+    await cleanUpWithin([
+      ...[owner, `${owner}-2`].map((tag) => ({
+        what: `the objects of owner ${tag}`,
+        run: () => removeOwned(emulated?.kubeconfig, 'default', tag),
+      })),
+      // The networked emulator of the policy area, only if that area started it (it takes its Pods along).
+      { what: 'the emulator', run: stopEmulator },
+    ]);
   }, 120_000);
 
   // The exec-only variant runs the same suite with no gateway: every command, file and process over

@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConnectionConfig, SandboxManager } from '@alibaba-group/opensandbox';
-import { type ConformanceTarget, registerConformanceSuite } from '@ws/contract-tests';
+import { type ConformanceTarget, cleanUpWithin, registerConformanceSuite } from '@ws/contract-tests';
 import { generateId } from '@ws/core';
 import { WS_LABELS } from '@ws/core/backend';
 import { afterAll } from 'vitest';
@@ -61,11 +61,18 @@ export async function registerOpenSandboxConformance(shard?: ConformanceTarget['
 
   // The emulator of the policy area's sandboxes, once that area started it.
   let networked: EmulatorConnection | undefined;
+  // Each step bounded: what could not be removed is reported, and the hook never hangs.
   afterAll(async () => {
-    for (const connected of [emulated, networked])
-      if (connected)
-        for (const tag of [owner, `${owner}-2`]) await killOwnedSandboxes(tag, connected).catch(() => []);
-    await stopEmulator();
+    const reaches = [emulated, networked].filter((reach) => reach !== undefined);
+    await cleanUpWithin([
+      ...reaches.flatMap((reach) =>
+        [owner, `${owner}-2`].map((tag) => ({
+          what: `the sandboxes of owner ${tag} on ${reach.domain ?? 'the emulator'}`,
+          run: () => killOwnedSandboxes(tag, reach),
+        })),
+      ),
+      { what: 'the emulator', run: stopEmulator },
+    ]);
   }, 120_000);
 
   await registerConformanceSuite({
