@@ -26,8 +26,10 @@ if (major < MIN_NODE[0] || (major === MIN_NODE[0] && minor < MIN_NODE[1])) {
 }
 
 // The local pnpm (a root devDependency) must be on PATH for turbo, which looks the package manager up.
+// Turborepo's telemetry is off (and so its first-run banner is never printed) for every build here.
 const env = {
   ...process.env,
+  TURBO_TELEMETRY_DISABLED: '1',
   PATH: `${join(root, 'node_modules', '.bin')}${delimiter}${process.env.PATH ?? ''}`,
 };
 

@@ -5,7 +5,7 @@
 //
 //   WS_TEST_TIMINGS=/tmp/timings.json npm test
 //   node scripts/ci-report.mjs --timings /tmp/timings.json
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 
 export default class TestTimings {
@@ -31,10 +31,16 @@ export default class TestTimings {
     });
   }
 
+  onTestModuleStart(testModule) {
+    const entry = this.files.get(testModule.moduleId);
+    if (entry) entry.cpuAtStart = machineCpuMs();
+  }
+
   onTestModuleEnd(testModule) {
     const entry = this.files.get(testModule.moduleId);
     if (!entry) return;
     entry.endedAt = Date.now();
+    entry.cpuAtEnd = machineCpuMs();
     entry.state = testModule.state();
     const counts = { passed: 0, failed: 0, skipped: 0 };
     for (const testCase of testModule.children.allTests()) {
@@ -76,6 +82,26 @@ export default class TestTimings {
         unhandledErrors: unhandledErrors.map(describeError),
       }),
     );
+  }
+}
+
+/**
+ * The whole machine's CPU time so far in milliseconds (every core, every process: user, nice, system,
+ * interrupts), from /proc/stat; undefined where there is none. Between a file's start and end it is
+ * that file's cost when the files run one at a time (VITEST_MAX_WORKERS=1).
+ */
+function machineCpuMs() {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8')
+      .split('\n', 1)[0]
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    const [user, nice, system, , , irq, softirq, steal] = fields;
+    return ((user + nice + system + irq + softirq + steal) * 1000) / 100;
+  } catch {
+    return undefined;
   }
 }
 
