@@ -2,6 +2,7 @@
 export interface CleanupStep {
   /** What the step removes, as the report names it ("the sandboxes of owner ws-test-1a2b"). */
   readonly what: string;
+  /** Removes it; a rejection is reported, as is a step still running past the deadline. */
   readonly run: () => Promise<unknown>;
 }
 

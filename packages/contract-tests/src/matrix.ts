@@ -29,18 +29,23 @@ export interface MatrixTarget {
 
 /** One case of a conformance matrix: what decides it, the routes it takes, the targets it runs on. */
 export interface MatrixCase {
+  /** What decides its outcome, as the case declares it. */
   readonly decidedBy: DecidedBy;
+  /** The routes it can take, as the case declares them. */
   readonly takes: readonly Route[];
+  /** The names of the targets it runs on. */
   readonly targets: readonly string[];
 }
 
 /**
  * A checked-in plan of which case runs on which target: `targets` is written by hand, `cases` follows
- * from it and from what each case declares (see {@link planCases}); a case runs on exactly the
+ * from it and from what each case declares (see planCases); a case runs on exactly the
  * targets its entry lists.
  */
 export interface ConformanceMatrix {
+  /** The targets, by the name each registers the suite under (`docker (named volume)`). */
   readonly targets: Readonly<Record<string, MatrixTarget>>;
+  /** Every case, by id. */
   readonly cases: Readonly<Record<string, MatrixCase>>;
 }
 
@@ -59,7 +64,7 @@ export function runsOn(facts: CaseFacts, target: MatrixTarget): boolean {
   return target.runs.includes(facts.decidedBy) && facts.takes.includes(target.route);
 }
 
-/** The targets each case runs on, by the rule of {@link runsOn}, in the order of `targets`. */
+/** The targets each case runs on, by the rule of `runsOn`, in the order of `targets`. */
 export function planCases(
   cases: readonly CaseFacts[],
   targets: ConformanceMatrix['targets'],

@@ -56,12 +56,19 @@ export interface SectionOptions {
 
 /** One declared case: its stable id, its title, what decides it and where it can run. */
 export interface DeclaredCase {
+  /** A case (a declared section says `section`). */
   readonly type: 'case';
+  /** Its id, `<area>.<name>` (`exec.timeout`), unique in the suite and kept in the matrix. */
   readonly id: string;
+  /** What it checks, in a sentence (the test's title after its id). */
   readonly title: string;
+  /** What decides its outcome: its own option, else its section's. */
   readonly decidedBy: DecidedBy;
+  /** The routes it can take: its own option, else its section's, else those of its kind. */
   readonly takes: readonly Route[];
+  /** Its vitest timeout in milliseconds. */
   readonly timeoutMs: number;
+  /** Its body, run by vitest when the case is kept. */
   readonly body: (test: CaseControls) => Promise<void>;
 }
 
