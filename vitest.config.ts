@@ -61,6 +61,9 @@ export default defineConfig({
     // VITEST_MAX_WORKERS overrides it.
     maxWorkers: 2,
     env: { WS_CONFORMANCE_MATRIX: conformanceMatrix },
+    // WS_TEST_CPU=1: each case's meta holds the machine's CPU time around it (scripts/test-case-cpu.mjs).
+    setupFiles:
+      process.env.WS_TEST_CPU === '1' ? [resolve(import.meta.dirname, 'scripts/test-case-cpu.mjs')] : [],
     sequence: { sequencer: LongestFirst },
     // `npm run test:coverage`: V8 coverage of every package's src, summed up per package by
     // scripts/coverage-report.mjs (the conformance matrix must not lose a package's lines).

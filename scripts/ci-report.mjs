@@ -122,6 +122,20 @@ if (timingsFile && existsSync(timingsFile)) {
     cases.map((entry) => [seconds(entry.durationMs), entry.project, `${entry.file} > ${entry.name}`]),
   );
 
+  // Under WS_TEST_CPU=1 with one file at a time: what each case cost the whole machine.
+  const measured = timings.cases.filter((entry) => typeof entry.cpuAtStart === 'number');
+  if (measured.length > 0) {
+    const cpu = (entry) => entry.cpuAtEnd - entry.cpuAtStart;
+    console.log(`\nthe ${Math.min(slowest, measured.length)} cases that cost the machine the most CPU time`);
+    table(
+      ['cpu', 'suite', 'case'],
+      [...measured]
+        .sort((a, b) => cpu(b) - cpu(a))
+        .slice(0, slowest)
+        .map((entry) => [seconds(cpu(entry)), entry.project, `${entry.file} > ${entry.name}`]),
+    );
+  }
+
   if (failedOutsideCases) {
     console.log(`\nerrors outside any case (the run ended ${timings.reason ?? 'failed'})`);
     for (const file of fileErrors)

@@ -5,8 +5,9 @@
 //
 //   WS_TEST_TIMINGS=/tmp/timings.json npm test
 //   node scripts/ci-report.mjs --timings /tmp/timings.json
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
+import { machineCpuMs } from './machine-cpu.mjs';
 
 export default class TestTimings {
   /** @param {{ outputFile: string }} options */
@@ -53,6 +54,8 @@ export default class TestTimings {
         name: testCase.fullName,
         state,
         durationMs: Math.round(testCase.diagnostic()?.duration ?? 0),
+        // Under WS_TEST_CPU=1 (scripts/test-case-cpu.mjs): the machine's CPU time around the case.
+        ...cpuOf(testCase.meta()),
       });
     }
     entry.counts = counts;
@@ -85,24 +88,10 @@ export default class TestTimings {
   }
 }
 
-/**
- * The whole machine's CPU time so far in milliseconds (every core, every process: user, nice, system,
- * interrupts), from /proc/stat; undefined where there is none. Between a file's start and end it is
- * that file's cost when the files run one at a time (VITEST_MAX_WORKERS=1).
- */
-function machineCpuMs() {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8')
-      .split('\n', 1)[0]
-      .trim()
-      .split(/\s+/)
-      .slice(1)
-      .map(Number);
-    const [user, nice, system, , , irq, softirq, steal] = fields;
-    return ((user + nice + system + irq + softirq + steal) * 1000) / 100;
-  } catch {
-    return undefined;
-  }
+/** The CPU readings a case's meta holds (scripts/test-case-cpu.mjs), when it holds them. */
+function cpuOf(meta) {
+  const { cpuAtStart, cpuAtEnd } = meta ?? {};
+  return typeof cpuAtStart === 'number' && typeof cpuAtEnd === 'number' ? { cpuAtStart, cpuAtEnd } : {};
 }
 
 /**
