@@ -1,6 +1,11 @@
+import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { requireEngine } from '@ws/contract-tests';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_MOUNT, agentHostConfig, listenForAgent } from '../src/docker/agent-socket.js';
 import {
   execExitCode,
   pauseContainer,
@@ -22,14 +27,20 @@ if (problem) console.warn(`[agent] skipped: ${problem}`);
 const docker = new Docker();
 const created: Docker.Container[] = [];
 
-async function container(from = image): Promise<Docker.Container> {
+/** A running container; with `socket`, it has the agent folder the emulators give their containers. */
+async function container(socket: boolean, from = image): Promise<Docker.Container> {
   const made = await docker.createContainer({
     Image: from,
     Cmd: ['sleep', 'infinity'],
     Env: ['FROM_IMAGE=yes'],
     WorkingDir: '/srv',
     Labels: { 'ws.test': 'emulator-agent' },
-    HostConfig: { AutoRemove: false, CapDrop: ['ALL'], NetworkMode: 'none' },
+    HostConfig: {
+      ...(socket ? agentHostConfig() : {}),
+      AutoRemove: false,
+      CapDrop: ['ALL'],
+      NetworkMode: 'none',
+    },
   });
   created.push(made);
   await made.start();
@@ -42,20 +53,25 @@ async function agentsIn(target: Docker.Container): Promise<number> {
   return (top.Processes ?? []).filter((row: string[]) => (row[1] ?? '').startsWith('node -e ')).length;
 }
 
-let box: Docker.Container;
-
-beforeAll(async () => {
-  if (problem) return;
-  box = await container();
-}, 60_000);
-
 afterAll(async () => {
   await Promise.all(created.map((made) => made.remove({ force: true }).catch(() => {})));
 });
 
 const text = (bytes: Buffer) => bytes.toString('utf8');
 
-describe.skipIf(problem !== undefined)('the in-container agent', () => {
+// The agent's two channels: a socket in the folder the emulators mount into their containers, and
+// the engine exec's own stream (a container without that folder, or whose folder is gone).
+describe.skipIf(problem !== undefined).each([
+  ['over its socket', true],
+  ['over the exec stream', false],
+])('the in-container agent, %s', (_, socket) => {
+  let box: Docker.Container;
+
+  beforeAll(async () => {
+    if (problem) return;
+    box = await container(socket);
+  }, 60_000);
+
   it('runs commands with the image env, the working dir, exit codes and stdin as the engine does', async () => {
     const env = await runExec(box, ['sh', '-c', 'echo "$FROM_IMAGE $EXTRA $HOME $(pwd)"; exit 3'], {
       env: ['EXTRA=a b'],
@@ -156,10 +172,84 @@ describe.skipIf(problem !== undefined)('the in-container agent', () => {
   });
 
   it('leaves an image without node to the engine', async () => {
-    const plain = await container(bare).catch(() => undefined);
+    const plain = await container(socket, bare).catch(() => undefined);
     if (!plain) return;
     const result = await runExec(plain, ['sh', '-c', 'echo plain; exit 4']);
     expect([result.exitCode, text(result.stdout)]).toEqual([4, 'plain\n']);
     expect(await agentsIn(plain)).toBe(0);
+  });
+});
+
+describe.skipIf(problem !== undefined)('the agent socket', () => {
+  it('is in a folder the sandbox cannot write, gone once the agent is in; the agent talks over it', async () => {
+    const box = await container(true);
+    const mount = (await box.inspect()).Mounts.find((entry) => entry.Destination === AGENT_MOUNT);
+    expect(mount?.RW).toBe(false);
+    expect(text((await runExec(box, ['echo', 'in'])).stdout)).toBe('in\n');
+    const top = await box.top({ ps_args: '-eo pid,args' });
+    const agent = (top.Processes ?? [])
+      .map((row: string[]) => row[1] ?? '')
+      .find((args: string) => args.startsWith('node -e '));
+    expect(agent).toContain(`${AGENT_MOUNT}/`);
+    // Its folder is removed from the host once the agent has connected: nothing is left to reuse.
+    expect(existsSync(mount!.Source)).toBe(false);
+    const write = await runExec(box, ['sh', '-c', `touch ${AGENT_MOUNT}/planted; ln -s / ${AGENT_MOUNT}/up`]);
+    expect(write.exitCode).not.toBe(0);
+    expect(text(write.stderr)).toMatch(/cannot touch/);
+    expect(text((await runExec(box, ['ls', '-A', AGENT_MOUNT])).stdout)).toBe('');
+  });
+});
+
+describe('listenForAgent', () => {
+  const hello = (value: unknown) => {
+    const payload = Buffer.from(JSON.stringify(value));
+    const header = Buffer.alloc(9);
+    header.writeUInt32BE(payload.length, 5);
+    return Buffer.concat([header, payload]);
+  };
+  const closedBy = (socket: Socket) => new Promise<void>((resolve) => socket.on('close', () => resolve()));
+
+  it('takes the connection that says its token, drops the others, and removes its socket', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'ws-agent-socket-'));
+    try {
+      const listener = (await listenForAgent(folder))!;
+      const hostPath = join(folder, listener.path.slice(AGENT_MOUNT.length + 1));
+      const acceptance = listener.accepted(10_000);
+      // A stranger with the wrong token, one with garbage, and one that says too much are dropped.
+      for (const bytes of [
+        hello({ token: 'guess' }),
+        Buffer.from('GET / HTTP/1.1\r\n\r\n'),
+        Buffer.alloc(8192, 1),
+      ]) {
+        const stranger = connect(hostPath);
+        stranger.on('error', () => {});
+        stranger.write(bytes);
+        await closedBy(stranger);
+      }
+      const agent = connect(hostPath);
+      agent.write(Buffer.concat([hello({ pid: 1, token: listener.token }), Buffer.from('after')]));
+      const { socket, rest } = await acceptance;
+      const more = new Promise<Buffer>((resolve) => socket.once('data', resolve));
+      socket.resume();
+      agent.write('later');
+      expect(rest.subarray(rest.length - 5).toString()).toBe('after');
+      expect((await more).toString()).toBe('later');
+      expect(existsSync(hostPath)).toBe(false);
+      expect(existsSync(folder)).toBe(false);
+      socket.destroy();
+      agent.destroy();
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a folder that is a link', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'ws-agent-socket-'));
+    try {
+      symlinkSync(tmpdir(), join(base, 'link'));
+      expect(await listenForAgent(join(base, 'link'))).toBeUndefined();
+    } finally {
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 });

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { agentHostConfig } from '../docker/agent-socket.js';
 import { withNetwork } from '../docker/network.js';
 import { labelsOf, type SandboxDescription, type SandboxSettings } from './labels.js';
 
@@ -48,6 +49,7 @@ export function createSandboxContainer(
         Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
         Tty: false,
         HostConfig: {
+          ...agentHostConfig(),
           Init: true,
           // Root in the container holds no capability and cannot gain one; commands run as the user.
           CapDrop: ['ALL'],

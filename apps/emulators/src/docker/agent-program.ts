@@ -8,8 +8,10 @@
  * It runs as one user (the engine starts one per container and user: in a container without
  * capabilities, only the engine can switch users) and starts commands as that user.
  *
- * It reads frames on stdin and writes frames on stdout: a 9-byte header (type u8, id u32 BE, length
- * u32 BE) and a payload of at most `MAX_PAYLOAD` bytes.
+ * It reads and writes frames on the socket it is given (`node -e <program> <socket path> <token>`, the
+ * emulator listening at the other end: see agent-socket.ts), or else on stdin and stdout: a 9-byte
+ * header (type u8, id u32 BE, length u32 BE) and a payload of at most `MAX_PAYLOAD` bytes. Its hello
+ * carries the token it was started with.
  *   host → agent: 1 start (JSON), 2 stdin bytes, 3 stdin end, 4 ack (u32: output bytes consumed),
  *                 5 detach (the host dropped the command: close its pipes)
  *   agent → host: 0 hello (JSON), 1 started (JSON pid), 6 failed (JSON message), 2 stdout, 3 stderr,
@@ -28,7 +30,13 @@ export function agentProgram(): void {
   const { spawn } = load('node:child_process') as typeof import('node:child_process');
   const fs = load('node:fs') as typeof import('node:fs');
   const os = load('node:os') as typeof import('node:os');
+  const net = load('node:net') as typeof import('node:net');
   const MAX_PAYLOAD = 1 << 20;
+  // `node -e <program> <socket> <token>`: the socket to talk over, else stdin and stdout.
+  const [socketPath, token] = process.argv.slice(1);
+  const socket = socketPath ? net.connect(socketPath) : undefined;
+  const input: NodeJS.ReadableStream = socket ?? process.stdin;
+  const output: NodeJS.WritableStream = socket ?? process.stdout;
   const WINDOW = 1 << 20;
 
   interface Start {
@@ -52,7 +60,7 @@ export function agentProgram(): void {
       header.writeUInt8(type, 0);
       header.writeUInt32BE(id, 1);
       header.writeUInt32BE(part.length, 5);
-      process.stdout.write(Buffer.concat([header, part]));
+      output.write(Buffer.concat([header, part]));
       if (payload.length === 0) break;
     }
   };
@@ -181,7 +189,7 @@ export function agentProgram(): void {
   };
 
   let pending: Buffer = Buffer.alloc(0);
-  process.stdin.on('data', (chunk: Buffer) => {
+  input.on('data', (chunk: Buffer) => {
     pending = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;
     while (pending.length >= 9) {
       const length = pending.readUInt32BE(5);
@@ -195,7 +203,8 @@ export function agentProgram(): void {
     }
   });
   // The host went away: the commands go on (as after an engine exec's connection closes).
-  process.stdin.on('end', () => process.exit(0));
-  process.stdout.on('error', () => process.exit(0));
-  sendJson(0, 0, { pid: process.pid });
+  input.on('end', () => process.exit(0));
+  input.on('close', () => process.exit(0));
+  output.on('error', () => process.exit(0));
+  sendJson(0, 0, { pid: process.pid, ...(token ? { token } : {}) });
 }

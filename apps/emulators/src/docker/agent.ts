@@ -1,6 +1,7 @@
 import { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { agentProgram } from './agent-program.js';
+import { AGENT_MOUNT, listenForAgent } from './agent-socket.js';
 import { FrameDemuxer } from './exec.js';
 
 /**
@@ -17,7 +18,12 @@ import { FrameDemuxer } from './exec.js';
 const MAX_PAYLOAD = 1 << 20;
 const HELLO_TIMEOUT_MS = 20_000;
 const MAX_DEATHS = 3;
-const BOOT = 'command -v node >/dev/null 2>&1 || exit 97\nexec node -e "$1"';
+// `$2` and `$3`: the socket to talk over and the token to say (none: stdin and stdout).
+const BOOT = [
+  'command -v node >/dev/null 2>&1 || exit 97',
+  'if [ "$#" -gt 1 ]; then exec node -e "$1" "$2" "$3"; fi',
+  'exec node -e "$1"',
+].join('\n');
 const SOURCE = `(${agentProgram.toString()})()`;
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
@@ -178,6 +184,11 @@ export class ContainerAgent {
     private readonly onDeath: () => void,
   ) {}
 
+  /** The agent's frames come on `channel` itself (a socket), not inside an engine exec's framing. */
+  private direct = false;
+  /** With a socket: the engine exec the agent runs in, whose end is the agent's. */
+  private process: Duplex | undefined;
+
   /**
    * Starts the agent in a container through one engine exec (`engineExec`), as `user` (the image's
    * user when undefined); undefined when the container cannot run it (no node in the image, no such
@@ -194,19 +205,60 @@ export class ContainerAgent {
     if (!env.some((pair) => pair.startsWith('PATH='))) env.unshift(`PATH=${DEFAULT_PATH}`);
     if (!env.some((pair) => pair.startsWith('HOSTNAME='))) env.push(`HOSTNAME=${info.Config.Hostname}`);
     const defaults = { env, cwd: info.Config.WorkingDir || '/' };
-    const { stream } = await engineExec(['sh', '-c', BOOT, 'sh', SOURCE], {
-      stdin: true,
-      ...(user !== undefined ? { user } : {}),
-    });
-    const agent = new ContainerAgent(stream, defaults, onDeath);
-    const ready = new Promise<void>((resolve, reject) => {
-      agent.hello = { resolve, reject };
-    });
+    // The folder's host side, when the container has one: the agent then talks over a socket there.
+    const folder = info.Mounts?.find((mount) => mount.Destination === AGENT_MOUNT)?.Source;
+    const listener = folder ? await listenForAgent(folder) : undefined;
+    const argv = ['sh', '-c', BOOT, 'sh', SOURCE, ...(listener ? [listener.path, listener.token] : [])];
+    let exec: { stream: Duplex };
+    try {
+      exec = await engineExec(argv, {
+        stdin: listener === undefined,
+        ...(user !== undefined ? { user } : {}),
+      });
+    } catch (error) {
+      listener?.close();
+      throw error;
+    }
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<void>((_, reject) => {
+    const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('the sandbox agent did not answer')), HELLO_TIMEOUT_MS);
     });
-    agent.listen();
+    let agent: ContainerAgent;
+    if (listener) {
+      // The exec's stream stays open while the agent runs: its end is the agent's (no node, killed).
+      // Nothing is read from it but what node itself may say (a warning), drained.
+      exec.stream.resume();
+      const ended = new Promise<never>((_, reject) => {
+        const gone = () => reject(new Error('the sandbox agent ended'));
+        exec.stream.on('end', gone);
+        exec.stream.on('close', gone);
+        exec.stream.on('error', gone);
+      });
+      ended.catch(() => {});
+      const acceptance = listener.accepted(HELLO_TIMEOUT_MS);
+      acceptance.catch(() => {});
+      try {
+        const { socket, rest } = await Promise.race([acceptance, ended, timeout]);
+        agent = new ContainerAgent(socket, defaults, onDeath);
+        agent.direct = true;
+        agent.process = exec.stream;
+        ended.catch(() => agent.kill());
+        agent.listen(rest);
+        socket.resume();
+      } catch {
+        clearTimeout(timer);
+        listener.close();
+        exec.stream.destroy();
+        return undefined;
+      }
+    } else {
+      agent = new ContainerAgent(exec.stream, defaults, onDeath);
+      agent.listen();
+    }
+    const ready = new Promise<void>((resolve, reject) => {
+      agent.hello = { resolve, reject };
+      if (agent.greeted) resolve();
+    });
     try {
       await Promise.race([ready, timeout]);
       return agent;
@@ -218,12 +270,19 @@ export class ContainerAgent {
     }
   }
 
-  private listen(): void {
-    // The engine's framing around the agent's stdout (1) and stderr (2, which is not read).
-    const demuxer = new FrameDemuxer((channel, payload) => {
-      if (channel === 1 && this.alive) this.receive(payload);
-    });
-    this.channel.on('data', (chunk: Buffer) => demuxer.push(chunk));
+  private listen(first?: Buffer): void {
+    if (this.direct) {
+      if (first && first.length > 0) this.receive(first);
+      this.channel.on('data', (chunk: Buffer) => {
+        if (this.alive) this.receive(chunk);
+      });
+    } else {
+      // The engine's framing around the agent's stdout (1) and stderr (2, which is not read).
+      const demuxer = new FrameDemuxer((channel, payload) => {
+        if (channel === 1 && this.alive) this.receive(payload);
+      });
+      this.channel.on('data', (chunk: Buffer) => demuxer.push(chunk));
+    }
     const dead = () => this.kill();
     this.channel.on('end', dead);
     this.channel.on('close', dead);
@@ -330,6 +389,7 @@ export class ContainerAgent {
     if (!this.alive) return;
     this.alive = false;
     this.channel.destroy();
+    this.process?.destroy();
     this.hello?.reject(new Error('the sandbox agent ended'));
     this.hello = undefined;
     for (const entry of this.execs.values()) {

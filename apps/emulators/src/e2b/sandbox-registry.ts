@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Code, ConnectError } from '@connectrpc/connect';
 import type Docker from 'dockerode';
+import { agentHostConfig } from '../docker/agent-socket.js';
 import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
@@ -183,6 +184,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
         Env: Object.entries(input.envVars).map(([name, value]) => `${name}=${value}`),
         Tty: false,
         HostConfig: {
+          ...agentHostConfig(),
           Init: true,
           // E2B runs commands as an unprivileged user: here root in the container holds no capability
           // and cannot gain one, which is what that means for a command.

@@ -1,4 +1,5 @@
 import type Docker from 'dockerode';
+import { agentHostConfig } from '../docker/agent-socket.js';
 import { withNetwork } from '../docker/network.js';
 import { tarEntries } from '../docker/tar-entries.js';
 import { isRecord } from '../http/http-util.js';
@@ -202,6 +203,7 @@ export function containerOptions(input: {
       Labels: input.labels,
       Tty: false,
       HostConfig: {
+        ...agentHostConfig(),
         Init: true,
         // The container's capabilities and escalation as a kubelet sets them; none given: the runtime's.
         ...(names(capabilities.drop).length > 0 ? { CapDrop: names(capabilities.drop) } : {}),

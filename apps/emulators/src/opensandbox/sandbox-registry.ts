@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
+import { agentHostConfig } from '../docker/agent-socket.js';
 import { ContainerRegistry, type RegistryEntry } from '../docker/container-registry.js';
 import { dockerMessage, dockerStatus, pauseContainer, unpauseContainer } from '../docker/exec.js';
 import { withNetwork } from '../docker/network.js';
@@ -196,6 +197,7 @@ export class SandboxRegistry extends ContainerRegistry<SandboxRecord> {
             Env: Object.entries(input.env).map(([key, value]) => `${key}=${value}`),
             Tty: false,
             HostConfig: {
+              ...agentHostConfig(),
               // An init reaps what killed commands leave; root holds no capability and cannot gain one.
               Init: true,
               CapDrop: ['ALL'],
