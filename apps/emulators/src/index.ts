@@ -2,16 +2,20 @@ export type { DaytonaEmulator, DaytonaEmulatorOptions } from './daytona/daytona-
 export {
   DAYTONA_LABELS,
   DEFAULT_DAYTONA_API_KEY,
-  DEFAULT_DAYTONA_SNAPSHOTS,
   removeDaytonaEmulatorSandboxes,
   startDaytonaEmulator,
 } from './daytona/daytona-emulator.js';
 export type { DaytonaLimits } from './daytona/limits.js';
 export { DAYTONA_LIMITS } from './daytona/limits.js';
+export {
+  DEFAULT_DAYTONA_SNAPSHOTS,
+  DEFAULT_E2B_TEMPLATES,
+  DEFAULT_K8S_IMAGES,
+  DEFAULT_OPENSANDBOX_IMAGES,
+} from './default-images.js';
 export type { E2BEmulator, E2BEmulatorOptions } from './e2b/e2b-emulator.js';
 export {
   DEFAULT_E2B_API_KEY,
-  DEFAULT_E2B_TEMPLATES,
   EMULATED_ENVD_VERSION,
   removeEmulatorSandboxes,
   startE2BEmulator,
@@ -25,7 +29,6 @@ export type { FaultMode, FaultProxy } from './fault-proxy.js';
 export { freeLoopbackPort, startFaultProxy } from './fault-proxy.js';
 export type { K8sEmulator, K8sEmulatorOptions, K8sKubeConfigOptions } from './k8s/k8s-emulator.js';
 export {
-  DEFAULT_K8S_IMAGES,
   K8S_LABELS,
   removeK8sEmulatorObjects,
   startK8sEmulator,
@@ -41,7 +44,6 @@ export { OPENSANDBOX_LIMITS } from './opensandbox/limits.js';
 export type { OpenSandboxEmulator, OpenSandboxEmulatorOptions } from './opensandbox/opensandbox-emulator.js';
 export {
   DEFAULT_OPENSANDBOX_API_KEY,
-  DEFAULT_OPENSANDBOX_IMAGES,
   OPENSANDBOX_API_KEY_HEADER,
   OPENSANDBOX_LABELS,
   removeOpenSandboxEmulatorSandboxes,

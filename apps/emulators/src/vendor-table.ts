@@ -1,12 +1,14 @@
-import { DEFAULT_DAYTONA_SNAPSHOTS, startDaytonaEmulator } from './daytona/daytona-emulator.js';
 import { DAYTONA_LIMITS } from './daytona/limits.js';
-import { DEFAULT_E2B_TEMPLATES, startE2BEmulator } from './e2b/e2b-emulator.js';
+import {
+  DEFAULT_DAYTONA_SNAPSHOTS,
+  DEFAULT_E2B_TEMPLATES,
+  DEFAULT_K8S_IMAGES,
+  DEFAULT_OPENSANDBOX_IMAGES,
+} from './default-images.js';
 import { E2B_LIMITS } from './e2b/limits.js';
-import { DEFAULT_K8S_IMAGES, startK8sEmulator } from './k8s/k8s-emulator.js';
 import { K8S_LIMITS } from './k8s/limits.js';
 import type { LimitTable } from './limits.js';
 import { OPENSANDBOX_LIMITS } from './opensandbox/limits.js';
-import { DEFAULT_OPENSANDBOX_IMAGES, startOpenSandboxEmulator } from './opensandbox/opensandbox-emulator.js';
 
 /** The vendors `ws-emulator` serves. */
 export type EmulatorVendor = 'e2b' | 'daytona' | 'k8s' | 'opensandbox';
@@ -59,6 +61,7 @@ export interface VendorEntry {
   readonly instead?: Readonly<Partial<Record<VendorOption, VendorOption>>>;
   /** The vendor's limits the emulator enforces, with the real service's defaults (`--limit` changes them). */
   readonly limits: LimitTable;
+  /** Starts it; the emulator's module is loaded only then, so the help and the checks load none. */
   start(options: VendorStartOptions): Promise<StartedEmulator>;
 }
 
@@ -98,7 +101,8 @@ The unmodified e2b SDK uses it with the environment it prints:
     images: { option: 'template', name: 'ID' },
     options: ['api-key'],
     limits: E2B_LIMITS,
-    start: ({ images, ...options }) => startE2BEmulator({ ...options, templates: images }),
+    start: async ({ images, ...options }) =>
+      (await import('./e2b/e2b-emulator.js')).startE2BEmulator({ ...options, templates: images }),
   },
   daytona: {
     synopsis:
@@ -119,7 +123,8 @@ The unmodified e2b SDK uses it with the environment it prints:
     images: { option: 'snapshot', name: 'NAME' },
     options: ['public-port', 'api-key'],
     limits: DAYTONA_LIMITS,
-    start: ({ images, ...options }) => startDaytonaEmulator({ ...options, snapshots: images }),
+    start: async ({ images, ...options }) =>
+      (await import('./daytona/daytona-emulator.js')).startDaytonaEmulator({ ...options, snapshots: images }),
   },
   k8s: {
     synopsis:
@@ -141,7 +146,7 @@ persistent volume claims as named volumes, pod exec over WebSocket) and writes a
     options: ['token', 'kubeconfig'],
     instead: { 'api-key': 'token' },
     limits: K8S_LIMITS,
-    start: startK8sEmulator,
+    start: async (options) => (await import('./k8s/k8s-emulator.js')).startK8sEmulator(options),
   },
   opensandbox: {
     synopsis:
@@ -159,7 +164,8 @@ the unmodified @alibaba-group/opensandbox SDK uses it with
     images: { option: 'image', name: 'NAME' },
     options: ['public-port', 'api-key'],
     limits: OPENSANDBOX_LIMITS,
-    start: startOpenSandboxEmulator,
+    start: async (options) =>
+      (await import('./opensandbox/opensandbox-emulator.js')).startOpenSandboxEmulator(options),
   },
 };
 

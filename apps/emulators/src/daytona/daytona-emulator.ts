@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type ServerResponse, STATUS_CODES }
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
 import { WebSocketServer } from 'ws';
+import { DEFAULT_DAYTONA_SNAPSHOTS } from '../default-images.js';
 import { dockerMessage } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
@@ -18,11 +19,6 @@ import { SandboxRegistry } from './sandbox-registry.js';
 import { handleToolbox, upgradeLogs } from './toolbox.js';
 
 export { DAYTONA_LABELS } from './labels.js';
-
-/** Snapshots of a default emulator: `default` is the workspace image of @ws/docker. */
-export const DEFAULT_DAYTONA_SNAPSHOTS: Readonly<Record<string, string>> = {
-  default: 'ws-workspace:bookworm',
-};
 
 /** The API key in `env` when `apiKeys` does not name one. */
 export const DEFAULT_DAYTONA_API_KEY = 'daytona_emulator';

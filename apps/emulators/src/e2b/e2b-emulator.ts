@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
 import Docker from 'dockerode';
+import { DEFAULT_E2B_TEMPLATES } from '../default-images.js';
 import { dockerMessage } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
@@ -17,9 +18,6 @@ import { E2B_CONTAINER_FILTER, E2B_LABELS, instanceFilter } from './labels.js';
 import { E2B_LIMITS, type E2BLimits } from './limits.js';
 import { RateLimiter } from './rate-limit.js';
 import { SandboxRegistry } from './sandbox-registry.js';
-
-/** Templates of a default emulator: E2B's `base` is the workspace image of @ws/docker. */
-export const DEFAULT_E2B_TEMPLATES: Readonly<Record<string, string>> = { base: 'ws-workspace:bookworm' };
 
 /** The envd version the emulator reports; the SDK gates features on it (0.6.4 enables all of 2.51.0's). */
 export const EMULATED_ENVD_VERSION = '0.6.4';

@@ -4,6 +4,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
+import { DEFAULT_K8S_IMAGES } from '../default-images.js';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { listenOnLoopback, serverCloser } from '../http/serve.js';
@@ -20,11 +21,6 @@ import { PodStore } from './pods.js';
 import { PvcStore } from './pvcs.js';
 
 export { K8S_LABELS } from './labels.js';
-
-/** Pod images of a default emulator: the workspace image of @ws/docker, as itself. */
-export const DEFAULT_K8S_IMAGES: Readonly<Record<string, string>> = {
-  'ws-workspace:bookworm': 'ws-workspace:bookworm',
-};
 
 /** Options of {@link startK8sEmulator}. */
 export interface K8sEmulatorOptions extends SandboxNetworkOption {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
+import { DEFAULT_OPENSANDBOX_IMAGES } from '../default-images.js';
 import { dockerMessage, dockerStatus } from '../docker/exec.js';
 import type { SandboxNetworkOption } from '../docker/network.js';
 import { removeContainers } from '../docker/remove-containers.js';
@@ -16,11 +17,6 @@ import { OPENSANDBOX_LIMITS, type OpenSandboxLimits } from './limits.js';
 import { SandboxRegistry } from './sandbox-registry.js';
 
 export { OPENSANDBOX_LABELS } from './labels.js';
-
-/** Image URIs a default emulator maps: `ws-workspace` is the workspace image of @ws/docker. */
-export const DEFAULT_OPENSANDBOX_IMAGES: Readonly<Record<string, string>> = {
-  'ws-workspace': 'ws-workspace:bookworm',
-};
 
 /** The API key in `env` when `apiKeys` does not name one. */
 export const DEFAULT_OPENSANDBOX_API_KEY = 'opensandbox_emulator';
