@@ -1,10 +1,9 @@
 #!/usr/bin/env node
 import { isWsError } from '@ws/core';
 import { cliVersion, closest, parseCommand, parseDuration, UsageError } from './cli-args.js';
-import { runDemo } from './demo.js';
-import { runExec } from './exec.js';
-import { runGc, runLs } from './gc-command.js';
-import { runServe } from './serve-command.js';
+
+// Each command's module (and the MCP SDK and backends it loads) is loaded when it runs: the usage,
+// the version and a mistyped command answer without them.
 
 const USAGE = `Usage: ws <command> [options]
 
@@ -62,13 +61,13 @@ async function main(argv: string[], signal: AbortSignal): Promise<number> {
       process.stdout.write(`${cliVersion()}\n`);
       return 0;
     case 'serve':
-      return runServe(rest, signal);
+      return (await import('./serve-command.js')).runServe(rest, signal);
     case 'exec':
-      return runExec(rest, signal);
+      return (await import('./exec.js')).runExec(rest, signal);
     case 'ls':
-      return runLs(rest, signal);
+      return (await import('./gc-command.js')).runLs(rest, signal);
     case 'gc':
-      return runGc(rest, signal);
+      return (await import('./gc-command.js')).runGc(rest, signal);
     case 'demo': {
       const { values } = parseCommand('demo', rest, {
         workdir: { type: 'string' },
@@ -81,6 +80,7 @@ async function main(argv: string[], signal: AbortSignal): Promise<number> {
         process.stdout.write(DEMO_HELP);
         return 0;
       }
+      const { runDemo } = await import('./demo.js');
       return runDemo(
         {
           workdir: values.workdir,

@@ -1,15 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import {
-  copyFileSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-} from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { assertBuilt, BIN, runWs } from './helpers.js';
@@ -158,9 +150,8 @@ describe('ws: a backend package that is not installed', () => {
     const root = mkdtempSync(join(tmpdir(), 'ws-cli-install-'));
     try {
       const here = fileURLToPath(new URL('..', import.meta.url));
-      mkdirSync(join(root, 'dist'));
-      copyFileSync(BIN, join(root, 'dist', 'bin.js'));
-      copyFileSync(join(here, 'package.json'), join(root, 'package.json'));
+      cpSync(dirname(BIN), join(root, 'dist'), { recursive: true });
+      cpSync(join(here, 'package.json'), join(root, 'package.json'));
       for (const name of ['@ws/core', '@ws/local', '@modelcontextprotocol/sdk']) {
         mkdirSync(join(root, 'node_modules', name, '..'), { recursive: true });
         symlinkSync(realpathSync(join(here, 'node_modules', name)), join(root, 'node_modules', name));
