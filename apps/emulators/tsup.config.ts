@@ -4,7 +4,7 @@ export default defineConfig({
   // bin.ts is the ws-emulator bin (its #! line is kept, and the file made executable).
   entry: ['src/index.ts', 'src/bin.ts'],
   format: ['esm'],
-  dts: { entry: 'src/index.ts' },
+  dts: false, // declarations: one tsc program over every package (tsconfig.build.json, scripts/setup.mjs)
   sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
   clean: true,
   target: 'node20',

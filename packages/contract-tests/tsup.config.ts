@@ -4,7 +4,7 @@ export default defineConfig([
   {
     entry: ['src/index.ts'],
     format: ['esm'],
-    dts: true,
+    dts: false, // declarations: one tsc program over every package (tsconfig.build.json, scripts/setup.mjs)
     sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
     clean: false,
     target: 'node20',

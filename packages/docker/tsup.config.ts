@@ -8,7 +8,7 @@ export default defineConfig({
   // image-cli.ts is the ws-docker-image bin (its #! line is kept, and the file made executable).
   entry: ['src/index.ts', 'src/image-cli.ts'],
   format: ['esm'],
-  dts: true,
+  dts: false, // declarations: one tsc program over every package (tsconfig.build.json, scripts/setup.mjs)
   sourcemap: false, // the dist is readable ES2022 as it is; maps would double the install
   clean: true,
   target: 'node20',
