@@ -13,7 +13,9 @@ import { dirname, join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
 const changelogOnly = process.argv.includes('--changelog');
-const PNPM = ['--yes', 'pnpm@12.4.2'];
+// The repository's own pnpm (the root devDependency, the version `packageManager` pins): through npx,
+// each call would first spend about 3 s resolving it.
+const PNPM = join(root, 'node_modules/.bin/pnpm');
 
 function packages() {
   const found = [];
@@ -123,7 +125,7 @@ if (!changelogOnly) {
   for (const pkg of publishable) {
     if (!existsSync(join(root, pkg.dir, 'dist'))) fail(`${pkg.name}: no dist/ (build the packages first)`);
     try {
-      execFileSync('npx', [...PNPM, 'publish', '--dry-run', '--no-git-checks'], {
+      execFileSync(PNPM, ['publish', '--dry-run', '--no-git-checks'], {
         cwd: join(root, pkg.dir),
         stdio: ['ignore', 'pipe', 'pipe'],
         timeout: 120_000,
