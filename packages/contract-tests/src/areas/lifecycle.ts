@@ -3,6 +3,13 @@ import { conformanceCase, expectWsError } from '../harness.js';
 import { describe } from '../suite.js';
 import type { AreaContext } from '../target.js';
 
+/**
+ * What the engine's lifecycle decides alone, whatever the backend: its state machine (ready once,
+ * closed once, DISPOSED after, an abort before the start), `reset()` of the managed layout and the
+ * instructions. The backend decides the rest: what outlives a close, re-attach and destroy.
+ */
+const ENGINE = { decidedBy: 'engine' } as const;
+
 /** Lifecycle: initialize, close, dispose, reset, destroy and re-attach. */
 export function lifecycleArea(context: AreaContext): void {
   describe('lifecycle', { decidedBy: 'backend' }, () => {
@@ -16,6 +23,7 @@ export function lifecycleArea(context: AreaContext): void {
         await expectWsError(() => workspace.getSandbox(), 'NOT_READY');
         await workspace.close();
       },
+      ENGINE,
     );
 
     conformanceCase(
@@ -35,6 +43,7 @@ export function lifecycleArea(context: AreaContext): void {
           await workspace.close();
         }
       },
+      ENGINE,
     );
 
     conformanceCase(
@@ -48,6 +57,7 @@ export function lifecycleArea(context: AreaContext): void {
         await workspace.close();
         expect(workspace.state).toBe('closed');
       },
+      ENGINE,
     );
 
     conformanceCase(
@@ -64,15 +74,22 @@ export function lifecycleArea(context: AreaContext): void {
         await expectWsError(() => workspace.initialize(), 'DISPOSED');
         await expectWsError(() => workspace.reset(), 'DISPOSED');
       },
+      ENGINE,
     );
 
-    conformanceCase(context, 'lifecycle.async-dispose', 'closes through Symbol.asyncDispose', async () => {
-      const workspace = await context.create();
-      await workspace.initialize();
-      await workspace[Symbol.asyncDispose]();
-      expect(workspace.state).toBe('closed');
-      await expectWsError(() => workspace.getSandbox(), 'DISPOSED');
-    });
+    conformanceCase(
+      context,
+      'lifecycle.async-dispose',
+      'closes through Symbol.asyncDispose',
+      async () => {
+        const workspace = await context.create();
+        await workspace.initialize();
+        await workspace[Symbol.asyncDispose]();
+        expect(workspace.state).toBe('closed');
+        await expectWsError(() => workspace.getSandbox(), 'DISPOSED');
+      },
+      ENGINE,
+    );
 
     conformanceCase(
       context,
@@ -83,6 +100,7 @@ export function lifecycleArea(context: AreaContext): void {
         await workspace.close();
         await expectWsError(() => workspace.initialize(), 'DISPOSED');
       },
+      ENGINE,
     );
 
     conformanceCase(
@@ -100,6 +118,7 @@ export function lifecycleArea(context: AreaContext): void {
           await workspace.close();
         }
       },
+      ENGINE,
     );
 
     conformanceCase(
@@ -179,6 +198,7 @@ export function lifecycleArea(context: AreaContext): void {
           await workspace.close();
         }
       },
+      ENGINE,
     );
 
     conformanceCase(
@@ -235,6 +255,7 @@ export function lifecycleArea(context: AreaContext): void {
           await workspace.close();
         }
       },
+      ENGINE,
     );
   });
 }
