@@ -45,6 +45,7 @@ export {
   killGroup,
   ProcessGroups,
   runHostCommand,
+  settledWithin,
   spawnHostProcess,
   stopWithGrace,
 } from './backend/host-process.js';

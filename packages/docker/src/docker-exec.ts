@@ -18,6 +18,7 @@ import {
   normalizeInput,
   OutputCollector,
   resolveSandboxPath,
+  settledWithin,
   stopWithGrace,
   throwIfAborted,
 } from '@ws/core/backend';
@@ -53,6 +54,9 @@ const PID_WAIT_MS = 5_000;
  * into a WsError.
  */
 export class ContainerExec {
+  /** Processes started by `spawn` that have not exited, each with what drops its unread output. */
+  private readonly spawned = new Map<SandboxProcess, () => void>();
+
   constructor(
     private readonly container: Docker.Container,
     private readonly workdir: string,
@@ -169,6 +173,11 @@ export class ContainerExec {
     const { exec, stream, pidFile } = await this.attach(argv, options, true, 'spawn');
     const stdout = new ChunkQueue();
     const stderr = new ChunkQueue();
+    // Output nobody will read is dropped: a full queue holds the stream, and with it the exit.
+    const drop = () => {
+      stdout.end();
+      stderr.end();
+    };
     const exited: Promise<ProcessExit> = demultiplex(stream, (channel, chunk) =>
       (channel === 1 ? stdout : stderr).push(Buffer.from(chunk)),
     )
@@ -183,8 +192,12 @@ export class ContainerExec {
     const onAbort = () => void signal('KILL');
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.signal?.aborted) onAbort();
-    void exited.then(() => options.signal?.removeEventListener('abort', onAbort));
-    return {
+    let process: SandboxProcess | undefined;
+    void exited.then(() => {
+      options.signal?.removeEventListener('abort', onAbort);
+      if (process) this.spawned.delete(process);
+    });
+    process = {
       pid: undefined,
       stdout: stdout.iterate(),
       stderr: stderr.iterate(),
@@ -205,11 +218,27 @@ export class ContainerExec {
       },
       exited,
       [Symbol.asyncDispose]: async () => {
+        drop();
         await stopWithGrace(signal, exited, KILL_GRACE_MS);
-        await exited;
+        // A stream the engine still holds open after the kill is cut.
+        await settledWithin(exited, KILL_GRACE_MS);
         stream.destroy();
+        await exited;
       },
     };
+    this.spawned.set(process, drop);
+    return process;
+  }
+
+  /**
+   * Ends what `spawn` started and still runs: drops the output nobody read and, with `kill`, kills
+   * each process and waits for its end. Without it the caller ends them (by removing the container).
+   */
+  async endSpawned(kill: boolean): Promise<void> {
+    const processes = [...this.spawned];
+    this.spawned.clear();
+    for (const [, drop] of processes) drop();
+    if (kill) await Promise.all(processes.map(([process]) => process[Symbol.asyncDispose]()));
   }
 
   private async feed(stream: Duplex, input: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {

@@ -121,6 +121,8 @@ export class DockerProvider implements Provider {
   private readonly docker: Docker;
   private container: Docker.Container | undefined;
   private link: GatewayLink | undefined;
+  /** The Engine API sandbox of the attached container (what its own processes were spawned on). */
+  private direct: DockerSandbox | undefined;
   /** This object's record among the container's users (see attachments.ts). */
   private attachment: string | undefined;
   /** Milliseconds the last open took to create or re-attach the container (before the gateway). */
@@ -219,6 +221,7 @@ export class DockerProvider implements Provider {
       ? await resolveContainerUser(container, this.options.user, this.options.image)
       : this.runAs;
     const sandbox = new DockerSandbox(container, this.name, this.options.env ?? {}, owner);
+    this.direct = sandbox;
     // Read through the Engine API: the gateway may be what the memory limit killed.
     const oomKills =
       this.options.policy.policy.limits.memoryMiB !== undefined ? () => cgroupOomKills(sandbox) : undefined;
@@ -511,12 +514,17 @@ export class DockerProvider implements Provider {
     this.container = undefined;
     const link = this.link;
     this.link = undefined;
+    const direct = this.direct;
+    this.direct = undefined;
     const own = this.attachment;
     const users = join(this.runtimeDir(), 'users');
     // Workspace objects with the same id (in this process or another) share the container: the last
     // one to close removes it, with everything running in it (its gateway is not waited for).
     const shared = container !== undefined && (await othersAttached(users, own));
     await link?.stop({ wait: shared }).catch(() => {});
+    // This object's processes end with it: killed in a container another object still uses, else
+    // with the container.
+    await direct?.endSpawned(shared);
     await this.detach();
     if (!container || shared) return;
     await container.remove({ force: true }).catch((error: unknown) => {

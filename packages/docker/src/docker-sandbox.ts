@@ -108,6 +108,14 @@ export class DockerSandbox implements Sandbox {
     return this.commands.spawn(argv, options);
   }
 
+  /**
+   * Ends the processes `spawn` started that still run: drops what nobody read of their output and,
+   * with `kill`, kills them; without it the caller removes the container they run in.
+   */
+  endSpawned(kill: boolean): Promise<void> {
+    return this.commands.endSpawned(kill);
+  }
+
   async readFile(path: string, options: FileOptions = {}): Promise<Uint8Array> {
     return collectBytes(await this.readStream(path, options));
   }

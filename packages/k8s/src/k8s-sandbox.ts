@@ -25,6 +25,7 @@ import {
   normalizeInput,
   OutputCollector,
   resolveSandboxPath,
+  settledWithin,
   stopWithGrace,
   throwIfAborted,
 } from '@ws/core/backend';
@@ -332,7 +333,12 @@ export class K8sSandbox implements WsSandbox {
       },
       exited,
       [Symbol.asyncDispose]: async () => {
+        // Output nobody will read is dropped: a full queue holds the socket, and with it the exit.
+        stdout.end();
+        stderr.end();
         await stopWithGrace(signal, exited, KILL_GRACE_MS);
+        // A socket still open after the kill is closed (the API server then ends the command).
+        if (!(await settledWithin(exited, KILL_GRACE_MS))) exec.close();
         await exited;
       },
     };

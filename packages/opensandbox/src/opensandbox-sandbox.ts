@@ -83,16 +83,11 @@ export class OpenSandboxSandbox implements WsSandbox {
     private readonly env: Readonly<Record<string, string>>,
   ) {}
 
-  /** Kills every process `spawn` started that still runs, and waits until each has exited. */
+  /** Kills every process `spawn` started that still runs (dropping what nobody read of their output). */
   async killSpawned(): Promise<void> {
     const processes = [...this.spawned];
     this.spawned.clear();
-    await Promise.all(
-      processes.map(async (process) => {
-        await process.kill('SIGKILL').catch(() => {});
-        await process.exited;
-      }),
-    );
+    await Promise.all(processes.map((process) => process[Symbol.asyncDispose]()));
   }
 
   private cwdOf(cwd: string | undefined): string {

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Sandbox } from '@alibaba-group/opensandbox';
 import { type ProcessExit, type SandboxProcess, WsError } from '@ws/core';
-import { type ChunkQueue, encodeUtf8, shellQuote } from '@ws/core/backend';
+import { type ChunkQueue, encodeUtf8, settledWithin, shellQuote } from '@ws/core/backend';
 
 /** Most bytes of input sent to a spawned process per command. */
 const WRITE_CHUNK_BYTES = 8 * 1024 * 1024;
@@ -10,6 +10,8 @@ const WRITE_CHUNK_BYTES = 8 * 1024 * 1024;
 const INLINE_WRITE_BYTES = 48 * 1024;
 /** How long one write to a spawned process's input may take before it is given up. */
 const WRITE_TIMEOUT_MS = 30_000;
+/** How long a killed process's command stream may stay open before it is cut. */
+const KILL_GRACE_MS = 10_000;
 /** Input of a spawned process accepted ahead of its delivery. */
 const INPUT_BUFFER_BYTES = 8 * 1024 * 1024;
 
@@ -137,7 +139,12 @@ export function pipedProcess(
     kill: signalGroup,
     exited,
     [Symbol.asyncDispose]: async () => {
+      // Output nobody will read is dropped: a full queue holds the command stream, and with it the exit.
+      stdout.end();
+      stderr.end();
       await signalGroup('SIGKILL');
+      // A stream still open after the kill is cut (execd then ends the command).
+      if (!(await settledWithin(exited, KILL_GRACE_MS))) controller.abort();
       await exited;
     },
   };

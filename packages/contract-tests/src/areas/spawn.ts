@@ -114,6 +114,27 @@ export function spawnArea(context: AreaContext): void {
 
     conformanceCase(
       context,
+      'spawn.close-unread',
+      'close() ends a workspace whose spawned process printed more than anyone read, and the process with it',
+      async (test) => {
+        requireSpawn(test);
+        const own = await context.create();
+        await own.initialize();
+        // More output than any backend buffers for a reader that never comes, then a long sleep.
+        const process = await own
+          .getSandbox()
+          .spawn(['sh', '-c', 'head -c 8000000 /dev/zero; echo done >&2; sleep 600']);
+        // One chunk read, and the stream neither read again nor cancelled: the rest waits in the pipes.
+        const first = await process.stdout[Symbol.asyncIterator]().next();
+        expect(first.done).toBe(false);
+        await own.close();
+        // The process went with the workspace: its exit is known, whatever its code.
+        await process.exited;
+      },
+    );
+
+    conformanceCase(
+      context,
       'spawn.write-after-exit',
       'writing to a process that exited fails with a WsError',
       async (test) => {

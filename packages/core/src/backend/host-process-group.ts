@@ -129,3 +129,20 @@ export class ProcessGroups {
     await Promise.all(groups.map((group) => group.stop()));
   }
 }
+
+/**
+ * Resolves once `settles` settled (true) or `ms` passed (false), whichever comes first: a bounded
+ * wait for a process's end that a caller follows with something firmer (cutting its stream).
+ */
+export function settledWithin(settles: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    settles.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -27,6 +27,7 @@ export {
   killGroup,
   type ProcessGroup,
   ProcessGroups,
+  settledWithin,
   stopWithGrace,
 } from './host-process-group.js';
 
