@@ -14,6 +14,7 @@ import {
   withRetry,
 } from '@ws/core/backend';
 import { RemoteAttachment } from '@ws/core/gateway';
+import { Downloads } from './downloads.js';
 import { configuredTimeoutMaximum, translateOpenSandboxError } from './errors.js';
 import { isLabelValue, metadataTime } from './metadata-time.js';
 import { OpenSandboxSandbox } from './opensandbox-sandbox.js';
@@ -134,6 +135,8 @@ export class OpenSandboxProvider implements Provider {
   private timeoutSeconds: number | null;
   /** How the calls of an open tell the workspace's listeners about their retries. */
   private retries: Pick<RetryOptions, 'onRetry'> = {};
+  /** The downloads of the sandboxes this object opens, cut when it lets them go. */
+  private readonly downloads = new Downloads();
   /** Milliseconds the last open took to find, resume or create the sandbox (before the gateway). */
   attachMs: number | undefined;
 
@@ -209,7 +212,12 @@ export class OpenSandboxProvider implements Provider {
     });
     const { image, gateway } = this.options;
     const { timeoutSeconds } = this;
-    const direct = new OpenSandboxSandbox(sandbox, OPENSANDBOX_WORKDIR, this.options.env ?? {});
+    const direct = new OpenSandboxSandbox(
+      sandbox,
+      OPENSANDBOX_WORKDIR,
+      this.options.env ?? {},
+      this.downloads,
+    );
     this.attached = new RemoteAttachment({
       vendor: sandbox,
       direct,
@@ -299,6 +307,7 @@ export class OpenSandboxProvider implements Provider {
       const connect = {
         sandboxId,
         connectionConfig: this.connection,
+        adapterFactory: this.downloads.adapterFactory,
         readyTimeoutSeconds: READY_TIMEOUT_SECONDS,
       };
       if (state === 'Paused') return await Sandbox.resume(connect);
@@ -327,6 +336,7 @@ export class OpenSandboxProvider implements Provider {
       Sandbox.create({
         image,
         connectionConfig: this.connection,
+        adapterFactory: this.downloads.adapterFactory,
         // The id keys go last: they win over a user's value.
         metadata: {
           ...this.options.metadata,
@@ -409,6 +419,8 @@ export class OpenSandboxProvider implements Provider {
       // Gone already: nothing to pause.
       if (!translated.details?.lost) throw translated;
     } finally {
+      // A download nobody finished reading would hold the SDK's close until its request ended.
+      this.downloads.cancelAll();
       await sandbox.close().catch(() => {});
     }
   }

@@ -30,6 +30,7 @@ import {
   throwIfAborted,
   writeThroughTemporary,
 } from '@ws/core/backend';
+import { Downloads } from './downloads.js';
 import { isTooLarge, translateOpenSandboxError } from './errors.js';
 import { pipedProcess, randomName } from './piped-process.js';
 
@@ -81,6 +82,7 @@ export class OpenSandboxSandbox implements WsSandbox {
     private readonly sandbox: Sandbox,
     readonly workdir: string,
     private readonly env: Readonly<Record<string, string>>,
+    private readonly downloads: Downloads = new Downloads(),
   ) {}
 
   /** Kills every process `spawn` started that still runs (dropping what nobody read of their output). */
@@ -298,11 +300,16 @@ exit $c`;
   async readStream(path: string, options: ReadStreamOptions = {}): Promise<AsyncIterable<Uint8Array>> {
     throwIfAborted(options.signal);
     const target = resolveSandboxPath(this.workdir, path);
-    const iterator = this.sandbox.files.readBytesStream(target)[Symbol.asyncIterator]();
+    // The SDK's iterator never cancels its download when stopped early: this object cuts it then.
+    const { started: iterator, cancel } = this.downloads.start(() => {
+      const downloading = this.sandbox.files.readBytesStream(target)[Symbol.asyncIterator]();
+      // Its first step sends the request (and fails for a missing file).
+      return { downloading, first: downloading.next() };
+    });
     // The first chunk (or the error of a missing file) is awaited here, so a failure is this call's.
     let first: IteratorResult<Uint8Array>;
     try {
-      first = await iterator.next();
+      first = await iterator.first;
     } catch (error) {
       if (options.signal?.aborted) throw abortError(options.signal);
       throw translateOpenSandboxError(error, `reading ${target}`, target);
@@ -314,7 +321,7 @@ exit $c`;
         yield first.value;
         for (;;) {
           throwIfAborted(signal);
-          const { done, value } = await iterator.next();
+          const { done, value } = await iterator.downloading.next();
           if (done) return;
           yield value;
         }
@@ -322,7 +329,7 @@ exit $c`;
         if (signal?.aborted) throw abortError(signal);
         throw translateOpenSandboxError(error, `reading ${target}`, target);
       } finally {
-        await iterator.return?.().catch(() => {});
+        cancel();
       }
     })();
   }
