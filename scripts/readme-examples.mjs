@@ -76,3 +76,18 @@ function preludeBefore(lines, fence) {
 export function allExamples(root) {
   return readmeFiles(root).flatMap((file) => examplesOf(file, root));
 }
+
+/**
+ * The install of scripts/check-packages.mjs that runs a `js` example against the packed tarballs
+ * (`local`, `docker`, or `VENDOR-emulated`), or undefined for one it does not run (`otel`, `ts`).
+ */
+export function packageCheckScenario(example) {
+  if (example.lang !== 'js') return undefined;
+  const { needs } = example;
+  if (needs.length === 0) return 'local';
+  if (needs.every((need) => need === 'docker')) return 'docker';
+  const vendors = needs.filter((need) => need !== 'docker' && need !== 'emulators');
+  const vendor = vendors[0];
+  if (!needs.includes('emulators') || vendors.length !== 1) return undefined;
+  return ['e2b', 'daytona', 'k8s', 'opensandbox'].includes(vendor) ? `${vendor}-emulated` : undefined;
+}

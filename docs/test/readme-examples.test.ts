@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { requireEngine } from '../../packages/contract-tests/src/engines.js';
 // @ts-expect-error: a plain ES module shared with the consumer smoke test.
-import { allExamples } from '../../scripts/readme-examples.mjs';
+import { allExamples, packageCheckScenario } from '../../scripts/readme-examples.mjs';
 
 interface Example {
   id: string;
@@ -18,6 +18,11 @@ interface Example {
 
 const root = resolve(import.meta.dirname, '../..');
 const examples = allExamples(root) as Example[];
+const scenarioOf = packageCheckScenario as (example: Example) => string | undefined;
+// `.ci/run` sets this when scripts/check-packages.mjs runs beside the tests: that check runs these
+// examples against the packed tarballs installed with npm (and checks what they leave), so they run
+// there, once.
+const byPackageCheck = process.env.WS_README_EXAMPLES_BY === 'check-packages';
 const scratch = join(root, 'docs/.examples');
 const run = promisify(execFile);
 
@@ -140,6 +145,13 @@ describe('README examples', () => {
     for (const example of examples.filter((candidate) => candidate.lang === 'js')) {
       it(example.id +
         (example.needs.length ? ` (needs ${example.needs.join(', ')})` : ''), async (context) => {
+        const scenario = scenarioOf(example);
+        if (byPackageCheck && scenario !== undefined) {
+          context.skip(
+            `run by scripts/check-packages.mjs in this run, installed from the tarballs (${scenario})`,
+          );
+          return;
+        }
         if (example.needs.includes('docker') && dockerMissing) {
           context.skip(dockerMissing);
           return;
