@@ -29,3 +29,38 @@ export async function cleanUpWithin(steps: readonly CleanupStep[], eachMs = 30_0
   }
   if (left.length > 0) throw new Error(`the clean-up could not remove everything:\n- ${left.join('\n- ')}`);
 }
+
+/**
+ * Closes `workspaces` side by side, each within `eachMs`. A close that rejects is reported on stderr
+ * (a case may have left its workspace broken on purpose: its sandbox killed, its gateway dead); then
+ * one error names every close still running at its deadline, so the hook that calls it says which
+ * workspace hung instead of timing out without a word.
+ */
+export async function closeAllWithin(
+  workspaces: readonly { readonly id: string; close(): Promise<void> }[],
+  eachMs: number,
+): Promise<void> {
+  const hung: string[] = [];
+  const failed: string[] = [];
+  await Promise.all(
+    workspaces.map(async (workspace) => {
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<'timed out'>((resolve) => {
+        timer = setTimeout(() => resolve('timed out'), eachMs);
+      });
+      try {
+        const outcome = await Promise.race([workspace.close().then(() => 'done' as const), deadline]);
+        if (outcome === 'timed out')
+          hung.push(`workspace ${workspace.id}: close() still running after ${eachMs / 1000} s`);
+      } catch (error) {
+        failed.push(`workspace ${workspace.id}: ${error instanceof Error ? error.message : String(error)}`);
+      } finally {
+        clearTimeout(timer);
+      }
+    }),
+  );
+  if (failed.length > 0)
+    console.warn(`close() failed for ${failed.length} workspace(s):\n- ${failed.join('\n- ')}`);
+  if (hung.length > 0)
+    throw new Error(`the clean-up could not close every workspace:\n- ${hung.join('\n- ')}`);
+}

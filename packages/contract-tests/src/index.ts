@@ -18,11 +18,12 @@ import { toolsBashArea } from './areas/tools-bash.js';
 import { toolsFilesArea } from './areas/tools-files.js';
 import { toolsSearchArea } from './areas/tools-search.js';
 import { userArea } from './areas/user.js';
+import { closeAllWithin } from './cleanup.js';
 import { matrixFromEnvironment, targetPlan } from './matrix.js';
 import { casesIn, type DeclaredCase, declared, handToVitest } from './suite.js';
 import type { AreaContext, ConformanceTarget, WorkspaceUnderTest } from './target.js';
 
-export { type CleanupStep, cleanUpWithin } from './cleanup.js';
+export { type CleanupStep, cleanUpWithin, closeAllWithin } from './cleanup.js';
 export { ENGINE_SETUP, type Engine, isCi, MissingEngineError, requireEngine } from './engines.js';
 export {
   allByteValues,
@@ -153,9 +154,11 @@ export async function registerConformanceSuite(target: ConformanceTarget): Promi
     : { keep: () => true, problems: [] };
   const part = shardOf(target.shard, areas);
   describe(`conformance: ${target.name}`, () => {
-    afterAll(async () => {
-      await Promise.allSettled(created.map((workspace) => workspace.close()));
-    }, context.caseTimeoutMs);
+    // Each close bounded below the hook's own limit, so a close that hangs is named, not just timed out.
+    afterAll(
+      () => closeAllWithin(created, Math.max(1_000, context.caseTimeoutMs - 3_000)),
+      context.caseTimeoutMs,
+    );
     if (plan.problems.length > 0 && (target.shard?.index ?? 1) === 1)
       it('[matrix] runs the cases the conformance matrix gives this target', () => {
         throw new Error(`${matrix?.path}:\n- ${plan.problems.join('\n- ')}`);
