@@ -517,10 +517,13 @@ async function main() {
       const projects = new Map();
       for (const scenario of SCENARIOS) {
         // `<vendor>-emulated` adds @ws/emulators to the `<vendor>` project (checked before it).
-        const into = projects.get(scenario.name.replace(/-emulated$/, ''));
-        const where = scenario.name.endsWith('-emulated') && into ? into : join(scratch, scenario.name);
-        step(`npm install ${scenario.packages.join(' ')} (scratch project ${where})`);
-        const result = await install(scenario, tarballs, scratch, where === into ? into : undefined);
+        const into = scenario.name.endsWith('-emulated')
+          ? projects.get(scenario.name.slice(0, -'-emulated'.length))
+          : undefined;
+        step(
+          `npm install ${scenario.packages.join(' ')} (scratch project ${into ?? join(scratch, scenario.name)})`,
+        );
+        const result = await install(scenario, tarballs, scratch, into);
         projects.set(scenario.name, result.dir);
         sizes.push([scenario.packages.join(' + '), result]);
         if (scenario.name === 'local') await checkRequire(result.dir);

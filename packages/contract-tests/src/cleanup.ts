@@ -14,17 +14,11 @@ export interface CleanupStep {
 export async function cleanUpWithin(steps: readonly CleanupStep[], eachMs = 30_000): Promise<void> {
   const left: string[] = [];
   for (const step of steps) {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<'timed out'>((resolve) => {
-      timer = setTimeout(() => resolve('timed out'), eachMs);
-    });
     try {
-      const outcome = await Promise.race([step.run().then(() => 'done' as const), deadline]);
-      if (outcome === 'timed out') left.push(`${step.what}: still running after ${eachMs / 1000} s`);
+      if ((await within(step.run(), eachMs)) === 'timed out')
+        left.push(`${step.what}: still running after ${eachMs / 1000} s`);
     } catch (error) {
-      left.push(`${step.what}: ${error instanceof Error ? error.message : String(error)}`);
-    } finally {
-      clearTimeout(timer);
+      left.push(`${step.what}: ${messageOf(error)}`);
     }
   }
   if (left.length > 0) throw new Error(`the clean-up could not remove everything:\n- ${left.join('\n- ')}`);
@@ -44,18 +38,11 @@ export async function closeAllWithin(
   const failed: string[] = [];
   await Promise.all(
     workspaces.map(async (workspace) => {
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<'timed out'>((resolve) => {
-        timer = setTimeout(() => resolve('timed out'), eachMs);
-      });
       try {
-        const outcome = await Promise.race([workspace.close().then(() => 'done' as const), deadline]);
-        if (outcome === 'timed out')
+        if ((await within(workspace.close(), eachMs)) === 'timed out')
           hung.push(`workspace ${workspace.id}: close() still running after ${eachMs / 1000} s`);
       } catch (error) {
-        failed.push(`workspace ${workspace.id}: ${error instanceof Error ? error.message : String(error)}`);
-      } finally {
-        clearTimeout(timer);
+        failed.push(`workspace ${workspace.id}: ${messageOf(error)}`);
       }
     }),
   );
@@ -63,4 +50,21 @@ export async function closeAllWithin(
     console.warn(`close() failed for ${failed.length} workspace(s):\n- ${failed.join('\n- ')}`);
   if (hung.length > 0)
     throw new Error(`the clean-up could not close every workspace:\n- ${hung.join('\n- ')}`);
+}
+
+/** `work`'s own outcome ('done', or its rejection), or 'timed out' once `ms` pass first. */
+async function within(work: Promise<unknown>, ms: number): Promise<'done' | 'timed out'> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timed out'>((resolve) => {
+    timer = setTimeout(() => resolve('timed out'), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => 'done' as const), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

@@ -237,8 +237,9 @@ export class ContainerExec {
   async endSpawned(kill: boolean): Promise<void> {
     const processes = [...this.spawned];
     this.spawned.clear();
-    for (const [, drop] of processes) drop();
+    // Disposing drops the output too.
     if (kill) await Promise.all(processes.map(([process]) => process[Symbol.asyncDispose]()));
+    else for (const [, drop] of processes) drop();
   }
 
   private async feed(stream: Duplex, input: Uint8Array | AsyncIterable<Uint8Array>): Promise<void> {

@@ -42,20 +42,13 @@ export class Downloads {
    * not begin there is cancelled by {@link cancelAll} only.
    */
   start<T>(start: () => T): { started: T; cancel: () => void } {
+    // Claimed once the download's response arrives; until then there is nothing to cancel.
     let cancel: () => void = () => {};
-    let claimed = false;
     this.claim = (found) => {
-      claimed = true;
       cancel = found;
     };
     try {
-      const started = start();
-      return {
-        started,
-        cancel: () => {
-          if (claimed) cancel();
-        },
-      };
+      return { started: start(), cancel: () => cancel() };
     } finally {
       this.claim = undefined;
     }
